@@ -1,0 +1,410 @@
+/**
+ * The agent loop: model proposes, tools run, results join the transcript, the model is asked
+ * again, with the three invariants of SPEC §1 holding on every path.
+ *
+ * The loop is a small state machine. `decideTurn` (Decision.ts) says what a turn's final message
+ * means; this module only carries it out: streaming one turn, running one batch of calls, and
+ * ending the run with exactly one `turn_end` whatever happened.
+ *
+ * @since 0.1.0
+ */
+import { Cause, Effect, Exit, Schema, Stream } from "effect"
+import { decideTurn } from "./Decision.ts"
+import { EventSink } from "./EventSink.ts"
+import { AbortSignalSchema, Executor } from "./Executor.ts"
+import type { ExecutorShape, ToolContext } from "./Executor.ts"
+import type { LoopEvent } from "./LoopEvent.ts"
+import { RunReason } from "./LoopEvent.ts"
+import { Message, toolCallsOf } from "./Message.ts"
+import type { AssistantMessage, ToolCall, ToolResultMessage } from "./Message.ts"
+import { Model, ToolDefinition } from "./Model.ts"
+import type { ModelEvent, ModelRequest } from "./Model.ts"
+import { checkAssistantMessage, checkToolResult, errorResult, prepareTranscript, skippedResult } from "./Transcript.ts"
+
+/**
+ * The number of model requests a run may make when `maxSteps` is not given.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DEFAULT_MAX_STEPS = 100
+
+const MaxSteps = Schema.Int.check(Schema.isGreaterThan(0))
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const AgentLoopOptions = Schema.Struct({
+  systemPrompt: Schema.optionalKey(Schema.String),
+  messages: Schema.Array(Message),
+  maxSteps: Schema.optionalKey(MaxSteps),
+  signal: Schema.optionalKey(AbortSignalSchema)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type AgentLoopOptions = typeof AgentLoopOptions.Type
+
+/** The options other than `messages`, which `prepareTranscript` checks message by message. */
+const RunSettings = AgentLoopOptions.mapFields(({ messages: _, ...rest }) => rest)
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const AgentRunResult = Schema.Struct({
+  messages: Schema.Array(Message),
+  steps: Schema.Int,
+  reason: RunReason,
+  error: Schema.optionalKey(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type AgentRunResult = typeof AgentRunResult.Type
+
+/** How the run ended, before it is turned into the result and the `turn_end` event. */
+interface Outcome {
+  readonly reason: RunReason
+  readonly error?: string | undefined
+}
+
+/** The run's mutable state. The transcript array never leaves the run: callers get copies. */
+interface RunState {
+  transcript: Array<Message>
+  steps: number
+}
+
+/** @internal */
+export type Emit = (event: LoopEvent) => Effect.Effect<void>
+
+/**
+ * Readable text for a failure value: the message of an error, never its stack.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const describeFailure = (u: unknown): string => {
+  if (u instanceof Error) return u.message.length > 0 ? u.message : u.name
+  if (typeof u === "string") return u
+  if (typeof u === "object" && u !== null && typeof (u as { message?: unknown }).message === "string") {
+    return (u as { message: string }).message
+  }
+  try {
+    return JSON.stringify(u) ?? String(u)
+  } catch {
+    return String(u)
+  }
+}
+
+const describeCause = (cause: Cause.Cause<unknown>): string => {
+  const texts: Array<string> = []
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Fail") texts.push(describeFailure(reason.error))
+    else if (reason._tag === "Die") texts.push(describeFailure(reason.defect))
+  }
+  return texts.length > 0 ? texts.join("; ") : "interrupted"
+}
+
+/** Resumes when `signal` aborts (at once if it already has). */
+const awaitAbort = (signal: AbortSignal): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    if (signal.aborted) return resume(Effect.void)
+    const onAbort = () => resume(Effect.void)
+    signal.addEventListener("abort", onAbort, { once: true })
+    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
+  })
+
+/**
+ * An `EventSink.emit` that can never break the run (see EventSink.ts for the contract).
+ *
+ * @internal
+ */
+export const guardSink = (sink: typeof EventSink.Service): Emit => (event) =>
+  Effect.suspend(() => sink.emit(event)).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ?
+        Effect.failCause(cause) :
+        Effect.logError(`agentloop: EventSink.emit failed on a "${event.type}" event; the run goes on`, cause)
+    )
+  )
+
+// -----------------------------------------------------------------------------
+// One model turn
+// -----------------------------------------------------------------------------
+
+type TurnOutcome =
+  | { readonly _tag: "Message"; readonly message: AssistantMessage }
+  | { readonly _tag: "Ended"; readonly outcome: Outcome }
+
+const streamTurn = (
+  model: typeof Model.Service,
+  request: ModelRequest,
+  emit: Emit,
+  signal: AbortSignal | undefined
+): Effect.Effect<TurnOutcome> => {
+  let final: { readonly message: unknown } | undefined
+  const consume = Effect.flatMap(
+    Effect.sync(() => model.stream(request)),
+    (stream) =>
+      Stream.runForEach(
+        Stream.takeUntil(stream, (event: ModelEvent) => event.type === "done"),
+        (event) => {
+          if (event.type === "done") {
+            final = { message: event.message }
+            return Effect.void
+          }
+          return emit({ type: "model_event", event })
+        }
+      )
+  )
+  const raced: Effect.Effect<"aborted" | void, unknown> = signal === undefined ?
+    consume :
+    Effect.raceFirst(consume, Effect.as(awaitAbort(signal), "aborted" as const))
+  return Effect.map(Effect.exit(raced), (exit): TurnOutcome => {
+    if (Exit.isSuccess(exit)) {
+      if (exit.value === "aborted") return { _tag: "Ended", outcome: { reason: "aborted" } }
+      if (final === undefined) {
+        return { _tag: "Ended", outcome: { reason: "error", error: "model stream ended without a final message" } }
+      }
+      const checked = checkAssistantMessage(final.message)
+      return checked.ok ?
+        { _tag: "Message", message: checked.value } :
+        { _tag: "Ended", outcome: { reason: "error", error: checked.error } }
+    }
+    const cause = exit.cause
+    const error = Cause.hasFails(cause) ?
+      `model error: ${describeCause(cause)}` :
+      Cause.hasDies(cause) ?
+      `model stream died: ${describeCause(cause)}` :
+      "model stream was interrupted"
+    return { _tag: "Ended", outcome: { reason: "error", error } }
+  })
+}
+
+// -----------------------------------------------------------------------------
+// One tool batch
+// -----------------------------------------------------------------------------
+
+const interruptedResult = (call: ToolCall): ToolResultMessage =>
+  errorResult(call, "Tool call was interrupted before it finished.", { interrupted: true })
+
+/** Turns everything `execute` can do (succeed, fail, die, throw, be interrupted) into a result for `call`. */
+const resultOf = (call: ToolCall, exit: Exit.Exit<unknown, unknown>): ToolResultMessage => {
+  if (Exit.isSuccess(exit)) return checkToolResult(call, exit.value)
+  const cause = exit.cause
+  if (Cause.hasFails(cause)) {
+    return errorResult(call, `Tool "${call.name}" failed: ${describeCause(cause)}`, { failed: true })
+  }
+  if (Cause.hasDies(cause)) {
+    return errorResult(call, `Tool "${call.name}" crashed: ${describeCause(cause)}`, { defect: true })
+  }
+  return interruptedResult(call)
+}
+
+const runCall = (
+  executor: ExecutorShape,
+  call: ToolCall,
+  emit: Emit
+): Effect.Effect<ToolResultMessage> =>
+  Effect.suspend(() => {
+    const controller = new AbortController()
+    let ended = false
+    const context: ToolContext = {
+      signal: controller.signal,
+      toolCallId: call.id,
+      toolName: call.name,
+      reportProgress: (progress) =>
+        Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress }))
+    }
+    const execution = Effect.suspend(() => {
+      const effect: unknown = executor.execute(call, context)
+      return Effect.isEffect(effect) ?
+        effect as Effect.Effect<unknown, unknown> :
+        Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
+    })
+    return execution.pipe(
+      Effect.onInterrupt(() => Effect.sync(() => controller.abort())),
+      Effect.exit,
+      Effect.map((exit) => {
+        ended = true
+        return resultOf(call, exit)
+      })
+    )
+  })
+
+/**
+ * Runs every call of one assistant message concurrently and appends one result per call, in call
+ * order, to the transcript, whatever happens: an abort (the `signal`) or an interruption of the
+ * run stops the calls still running, and the finalizer answers them (and calls that never
+ * started) before anything else can look at the transcript.
+ */
+const runBatch = (
+  executor: ExecutorShape,
+  calls: ReadonlyArray<ToolCall>,
+  state: RunState,
+  emit: Emit,
+  signal: AbortSignal | undefined
+): Effect.Effect<void> => {
+  const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
+  const started: Array<boolean> = new Array(calls.length).fill(false)
+  const finish = (index: number, result: ToolResultMessage) => {
+    results[index] = result
+    return emit({ type: "tool_end", result })
+  }
+  const batch = Effect.forEach(
+    calls,
+    (call, index) =>
+      Effect.suspend(() => {
+        if (signal?.aborted) return Effect.void
+        started[index] = true
+        return emit({ type: "tool_start", call }).pipe(
+          Effect.andThen(runCall(executor, call, emit)),
+          Effect.flatMap((result) => Effect.uninterruptible(finish(index, result)))
+        )
+      }),
+    { concurrency: "unbounded", discard: true }
+  )
+  const raced = signal === undefined ? batch : Effect.raceFirst(batch, awaitAbort(signal))
+  return raced.pipe(
+    Effect.ensuring(Effect.suspend(() => {
+      const pending: Array<Effect.Effect<void>> = []
+      calls.forEach((call, index) => {
+        if (results[index] === undefined) {
+          pending.push(finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted")))
+        }
+      })
+      return Effect.andThen(
+        Effect.all(pending, { discard: true }),
+        Effect.sync(() => {
+          for (const result of results) state.transcript.push(result!)
+        })
+      )
+    }))
+  )
+}
+
+// -----------------------------------------------------------------------------
+// The run
+// -----------------------------------------------------------------------------
+
+const checkDefinitions = (definitions: ReadonlyArray<ToolDefinition>): string | undefined => {
+  const exit = Schema.decodeUnknownExit(Schema.Array(ToolDefinition))(definitions)
+  if (Exit.isFailure(exit)) return `the executor's tool definitions are invalid: ${describeCause(exit.cause)}`
+  const names = new Set<string>()
+  for (const definition of definitions) {
+    if (names.has(definition.name)) return `the executor defines tool "${definition.name}" twice`
+    names.add(definition.name)
+  }
+  return undefined
+}
+
+const drive = (
+  options: AgentLoopOptions,
+  state: RunState,
+  model: typeof Model.Service,
+  executor: ExecutorShape,
+  emit: Emit
+): Effect.Effect<Outcome> =>
+  Effect.gen(function*() {
+    if (typeof options !== "object" || options === null) {
+      return { reason: "error", error: "bad input: options must be an object" }
+    }
+    const settings = Schema.decodeUnknownExit(RunSettings)(options)
+    if (Exit.isFailure(settings)) return { reason: "error", error: `bad input: ${describeCause(settings.cause)}` }
+    if (!Array.isArray(options.messages)) return { reason: "error", error: "bad input: messages must be an array" }
+    const prepared = prepareTranscript(options.messages)
+    if (!prepared.ok) return { reason: "error", error: `bad input: ${prepared.error}` }
+    state.transcript = prepared.value
+    const definitionError = checkDefinitions(executor.definitions)
+    if (definitionError !== undefined) return { reason: "error", error: definitionError }
+
+    const { signal, systemPrompt } = options
+    const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS
+    while (true) {
+      if (signal?.aborted) return { reason: "aborted" }
+      if (state.steps >= maxSteps) return { reason: "maxSteps" }
+      state.steps++
+      const request: ModelRequest = {
+        ...(systemPrompt === undefined ? {} : { systemPrompt }),
+        messages: state.transcript.slice(),
+        tools: executor.definitions
+      }
+      const turn = yield* streamTurn(model, request, emit, signal)
+      if (turn._tag === "Ended") return turn.outcome
+      const message = turn.message
+      state.transcript.push(message)
+      yield* emit({ type: "assistant_message", message })
+      const calls = toolCallsOf(message)
+      const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
+      if (decision._tag === "Finish") {
+        const skip = decision.skip
+        if (skip !== undefined) {
+          for (const call of calls) {
+            const result = skippedResult(call, skip)
+            state.transcript.push(result)
+            yield* emit({ type: "tool_end", result })
+          }
+        }
+        return { reason: decision.reason, error: decision.error }
+      }
+      yield* runBatch(executor, calls, state, emit, signal)
+    }
+  })
+
+/**
+ * Runs the loop with an already guarded `emit`, hands the result to `onResult` (also when the run
+ * is interrupted from outside, before the interruption goes on) and returns it.
+ *
+ * @internal
+ */
+export const runLoop = (
+  options: AgentLoopOptions,
+  emit: Emit,
+  onResult: (result: AgentRunResult) => Effect.Effect<void>
+): Effect.Effect<AgentRunResult, never, Model | Executor> =>
+  Effect.gen(function*() {
+    const model = yield* Model
+    const executor = yield* Executor
+    const state: RunState = { transcript: [], steps: 0 }
+    return yield* Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(restore(drive(options, state, model, executor, emit)))
+        const outcome: Outcome = Exit.isSuccess(exit) ?
+          exit.value :
+          Cause.hasInterruptsOnly(exit.cause) ?
+          { reason: "aborted" } :
+          { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
+        const error = outcome.error === undefined ? {} : { error: outcome.error }
+        const result: AgentRunResult = {
+          messages: state.transcript.slice(),
+          steps: state.steps,
+          reason: outcome.reason,
+          ...error
+        }
+        yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
+        yield* onResult(result)
+        if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
+        return result
+      })
+    )
+  })
+
+/**
+ * Runs the agent loop until the model stops, the step limit is reached, the run is aborted or
+ * something fails. Never fails: every ending is an `AgentRunResult` and exactly one `turn_end`
+ * event. Interrupting the fiber running it (for example with `Effect.timeout`) is an abort: the
+ * running tools are interrupted, every call is paired, the sink receives
+ * `turn_end { reason: "aborted" }`, and the interruption then goes on to the caller (use
+ * `startAgentLoop` to also get the result of a run interrupted that way).
+ *
+ * @since 0.1.0
+ * @category loop
+ */
+export const runAgentLoop = (
+  options: AgentLoopOptions
+): Effect.Effect<AgentRunResult, never, Model | Executor | EventSink> =>
+  Effect.flatMap(EventSink, (sink) => runLoop(options, guardSink(sink), () => Effect.void))

@@ -1,0 +1,53 @@
+/**
+ * The events a run emits, in the order a UI can render without guessing, and the reasons a run
+ * ends with.
+ *
+ * Documented choices (SPEC §8):
+ * - `tool_end` is emitted for **every** result that joins the transcript, including skipped
+ *   results and results made up for interrupted calls; `tool_start` only for calls that actually
+ *   start. So the `assistant_message` and `tool_end` events alone rebuild the transcript.
+ * - The model's final `done` event is **not** forwarded as a `model_event`: the validated
+ *   `assistant_message` event stands for it (an invalid final message is never shown as if it
+ *   were part of the transcript).
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+import { AssistantMessage, ToolCall, ToolResultMessage } from "./Message.ts"
+import { ModelEvent } from "./Model.ts"
+
+/**
+ * Why a run ended.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RunReason = Schema.Literals(["stop", "length", "error", "aborted", "maxSteps"])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RunReason = typeof RunReason.Type
+
+/**
+ * @since 0.1.0
+ * @category schemas
+ */
+export const LoopEvent = Schema.Union([
+  Schema.Struct({ type: Schema.Literal("model_event"), event: ModelEvent }),
+  Schema.Struct({ type: Schema.Literal("assistant_message"), message: AssistantMessage }),
+  Schema.Struct({ type: Schema.Literal("tool_start"), call: ToolCall }),
+  Schema.Struct({ type: Schema.Literal("tool_progress"), toolCallId: Schema.String, progress: Schema.Unknown }),
+  Schema.Struct({ type: Schema.Literal("tool_end"), result: ToolResultMessage }),
+  Schema.Struct({
+    type: Schema.Literal("turn_end"),
+    reason: RunReason,
+    steps: Schema.Int,
+    error: Schema.optionalKey(Schema.String)
+  })
+])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type LoopEvent = typeof LoopEvent.Type

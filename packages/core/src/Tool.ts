@@ -1,0 +1,220 @@
+/**
+ * Tools: a name, a description, an effect `Schema` for the parameters and an `execute` effect;
+ * and the `Executor` built from a list of them.
+ *
+ * The executor decodes arguments with the tool's schema before the tool runs: an unknown tool or
+ * arguments that do not decode answer the call with an error result (which field, what was
+ * expected) and nothing runs. The JSON Schema sent to the model is derived from the same schema,
+ * self-contained (no `$ref`) and with numbers as plain `number`.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Exit, Layer, Schema, SchemaRepresentation } from "effect"
+import type { ToolError } from "./Errors.ts"
+import { Executor } from "./Executor.ts"
+import type { ExecutorShape, ToolContext } from "./Executor.ts"
+import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "./Message.ts"
+import type { JsonSchemaObject, ToolDefinition } from "./Model.ts"
+import { errorResult } from "./Transcript.ts"
+
+/**
+ * What a tool returns: plain text, or content parts with optional `details` (kept in the
+ * transcript for UIs and replay, not meant for the model) and `isError`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolOutput = string | {
+  readonly content: ReadonlyArray<TextContent | ImageContent>
+  readonly details?: unknown
+  readonly isError?: boolean
+}
+
+/**
+ * A tool whose parameters decode to `A` and whose execution needs services `R`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Tool<A, R = never> {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Schema.Decoder<A>
+  /** What the model is told about this tool. */
+  readonly definition: ToolDefinition
+  readonly execute: (args: A, context: ToolContext) => Effect.Effect<ToolOutput, ToolError, R>
+}
+
+/**
+ * Any tool, for lists of tools with different parameter types.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyTool = Tool<any, any>
+
+/**
+ * The services the tools of a list need.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolServices<T extends AnyTool> = T extends Tool<infer _A, infer R> ? R : never
+
+const isNaNUnion = (node: Record<string, unknown>): boolean => {
+  const anyOf = node["anyOf"]
+  if (!Array.isArray(anyOf) || anyOf.length !== 2) return false
+  const [first, second] = anyOf as Array<Record<string, unknown>>
+  const special = second?.["enum"]
+  return first?.["type"] === "number" && Object.keys(first).length === 1 && second?.["type"] === "string" &&
+    Array.isArray(special) && special.length === 3 &&
+    ["NaN", "Infinity", "-Infinity"].every((v) => special.includes(v))
+}
+
+/** Rewrites effect's JSON Schema into the form providers accept (numbers as plain `number`). */
+const normalizeJsonSchema = (node: unknown): unknown => {
+  if (Array.isArray(node)) return node.map(normalizeJsonSchema)
+  if (node === null || typeof node !== "object") return node
+  const record = node as Record<string, unknown>
+  if (isNaNUnion(record)) {
+    const { anyOf: _, ...rest } = record
+    return normalizeJsonSchema({ type: "number", ...rest })
+  }
+  const out: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(record)) out[key] = normalizeJsonSchema(value)
+  return out
+}
+
+/**
+ * The JSON Schema for a tool's parameter schema: self-contained (every definition inlined),
+ * numbers as `number`, annotations such as `description` kept. Throws for a schema that cannot
+ * be described without `$ref` (recursive) or whose top is not an object: both are programming
+ * errors caught when the tool is defined.
+ *
+ * @since 0.1.0
+ * @category converting
+ */
+export const parametersJsonSchema = (name: string, schema: Schema.Top): JsonSchemaObject => {
+  const document = SchemaRepresentation.toJsonSchemaDocument(
+    SchemaRepresentation.toRepresentation(schema.ast, { referencePolicy: () => undefined })
+  )
+  if (Object.keys(document.definitions).length > 0) {
+    throw new Error(
+      `agentloop: the parameters of tool "${name}" are recursive; model providers need a self-contained JSON Schema`
+    )
+  }
+  const json = normalizeJsonSchema(document.schema) as JsonSchemaObject
+  if (json["type"] !== "object") {
+    throw new Error(`agentloop: the parameters of tool "${name}" must be an object schema (Schema.Struct)`)
+  }
+  return json
+}
+
+/**
+ * Defines a tool.
+ *
+ * @example
+ * ```ts
+ * const add = defineTool({
+ *   name: "add",
+ *   description: "Adds two numbers",
+ *   parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number }),
+ *   execute: ({ a, b }) => Effect.succeed(String(a + b))
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const defineTool = <A, R = never>(config: {
+  readonly name: string
+  readonly description: string
+  readonly parameters: Schema.Decoder<A>
+  readonly execute: (args: A, context: ToolContext) => Effect.Effect<ToolOutput, ToolError, R>
+}): Tool<A, R> => {
+  if (config.name.length === 0) throw new Error("agentloop: a tool needs a non-empty name")
+  return {
+    ...config,
+    definition: {
+      name: config.name,
+      description: config.description,
+      parameters: parametersJsonSchema(config.name, config.parameters)
+    }
+  }
+}
+
+const toResult = (call: ToolCall, output: ToolOutput): ToolResultMessage =>
+  typeof output === "string" ?
+    { role: "toolResult", toolCallId: call.id, toolName: call.name, content: [{ type: "text", text: output }], isError: false } :
+    {
+      role: "toolResult",
+      toolCallId: call.id,
+      toolName: call.name,
+      content: output.content,
+      ...(output.details === undefined ? {} : { details: output.details }),
+      isError: output.isError ?? false
+    }
+
+const issueMessage = (error: unknown): string => Schema.isSchemaError(error) ? error.message : String(error)
+
+interface PreparedTool {
+  readonly tool: AnyTool
+  readonly decode: (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>
+}
+
+/**
+ * Builds an `Executor` from a list of tools, capturing the services they need. Tool names must be
+ * unique.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
+  tools: Tools
+): Effect.Effect<ExecutorShape, never, ToolServices<Tools[number]>> =>
+  Effect.map(Effect.context<ToolServices<Tools[number]>>(), (context) => {
+    const byName = new Map<string, PreparedTool>()
+    for (const tool of tools) {
+      if (byName.has(tool.name)) throw new Error(`agentloop: two tools are named "${tool.name}"`)
+      byName.set(tool.name, {
+        tool,
+        decode: Schema.decodeUnknownEffect(Schema.toCodecJson(tool.parameters)) as PreparedTool["decode"]
+      })
+    }
+    const available = tools.length === 0 ? "(none)" : tools.map((t) => t.name).join(", ")
+    return Executor.of({
+      definitions: tools.map((t) => t.definition),
+      execute: (call, toolContext) => {
+        const prepared = byName.get(call.name)
+        if (prepared === undefined) {
+          return Effect.succeed(
+            errorResult(call, `Unknown tool "${call.name}". Available tools: ${available}.`, { unknownTool: true })
+          )
+        }
+        return Effect.flatMap(Effect.exit(prepared.decode(call.arguments)), (decoded) =>
+          Exit.isFailure(decoded) ?
+            Effect.succeed(errorResult(
+              call,
+              `Invalid arguments for tool "${call.name}": ${
+                decoded.cause.reasons.map((r) => r._tag === "Fail" ? issueMessage(r.error) : "invalid").join("; ")
+              }`,
+              { invalidArguments: true }
+            )) :
+            Effect.suspend(() => prepared.tool.execute(decoded.value, toolContext)).pipe(
+              Effect.map((output) => toResult(call, output)),
+              Effect.provideContext(context as Context.Context<unknown>)
+            ) as Effect.Effect<ToolResultMessage, ToolError>)
+      }
+    })
+  })
+
+/**
+ * The `Executor` layer for a list of tools.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const toolExecutorLayer = <const Tools extends ReadonlyArray<AnyTool>>(
+  tools: Tools
+): Layer.Layer<Executor, never, ToolServices<Tools[number]>> => Layer.effect(Executor, makeToolExecutor(tools))
