@@ -1,0 +1,11 @@
+/**
+ * @agentloop/testkit — test your own agents: a scripted model, fake tools, a recording sink and
+ * the invariant checker.
+ *
+ * @since 0.1.0
+ */
+export * from "./FakeTools.ts"
+export * from "./Invariants.ts"
+export * from "./RecordingSink.ts"
+export * from "./ScriptedModel.ts"
+export * from "./ScriptedRun.ts"
