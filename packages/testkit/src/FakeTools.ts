@@ -110,7 +110,7 @@ export interface ToolProbe<T extends AnyTool> {
   /** How many times `execute` was entered, in total and per call id. */
   readonly executions: Effect.Effect<number>
   readonly executedIds: Effect.Effect<ReadonlyArray<string>>
-  /** Call ids whose execution was interrupted; and whose `AbortSignal` had fired by then. */
+  /** Call ids whose execution was interrupted; and whose `AbortSignal` fired. */
   readonly interruptedIds: Effect.Effect<ReadonlyArray<string>>
   readonly abortedSignalIds: Effect.Effect<ReadonlyArray<string>>
 }
@@ -130,15 +130,9 @@ export const probeTool = <T extends AnyTool>(tool: T): ToolProbe<T> => {
     execute: (args: unknown, context) =>
       Effect.suspend(() => {
         executed.push(context.toolCallId)
+        context.signal.addEventListener("abort", () => aborted.push(context.toolCallId), { once: true })
         return tool.execute(args, context)
-      }).pipe(
-        Effect.onInterrupt(() =>
-          Effect.sync(() => {
-            interrupted.push(context.toolCallId)
-            if (context.signal.aborted) aborted.push(context.toolCallId)
-          })
-        )
-      )
+      }).pipe(Effect.onInterrupt(() => Effect.sync(() => interrupted.push(context.toolCallId))))
   } as T
   return {
     tool: wrapped,
