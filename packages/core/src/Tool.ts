@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import { Context, Effect, Exit, Layer, Schema, SchemaRepresentation } from "effect"
+import type { SchemaAST } from "effect"
 import type { ToolError } from "./Errors.ts"
 import { Executor } from "./Executor.ts"
 import type { ExecutorShape, ToolContext } from "./Executor.ts"
@@ -62,29 +63,42 @@ export type AnyTool = Tool<any, any>
  */
 export type ToolServices<T extends AnyTool> = T extends Tool<infer _A, infer R> ? R : never
 
-const isNaNUnion = (node: Record<string, unknown>): boolean => {
-  const anyOf = node["anyOf"]
-  if (!Array.isArray(anyOf) || anyOf.length !== 2) return false
-  const [first, second] = anyOf as Array<Record<string, unknown>>
-  const special = second?.["enum"]
-  return first?.["type"] === "number" && Object.keys(first).length === 1 && second?.["type"] === "string" &&
-    Array.isArray(special) && special.length === 3 &&
-    ["NaN", "Infinity", "-Infinity"].every((v) => special.includes(v))
+/** effect's JSON form of the non-finite numbers, which it puts beside `number` in an `anyOf`. */
+const isNonFiniteStrings = (node: unknown): boolean => {
+  if (node === null || typeof node !== "object") return false
+  const record = node as Record<string, unknown>
+  const values = record["enum"]
+  return record["type"] === "string" && Object.keys(record).length === 2 && Array.isArray(values) &&
+    values.length === 3 && ["NaN", "Infinity", "-Infinity"].every((v) => values.includes(v))
 }
 
-/** Rewrites effect's JSON Schema into the form providers accept (numbers as plain `number`). */
+const isPlainNumber = (node: unknown): boolean =>
+  node !== null && typeof node === "object" && (node as Record<string, unknown>)["type"] === "number"
+
+/**
+ * Rewrites effect's JSON Schema into the form providers accept: numbers as plain `number` (the
+ * `"NaN" | "Infinity" | "-Infinity"` strings dropped from every `anyOf` that has a `number`), and
+ * an `anyOf` left with one member merged into its parent.
+ */
 const normalizeJsonSchema = (node: unknown): unknown => {
   if (Array.isArray(node)) return node.map(normalizeJsonSchema)
   if (node === null || typeof node !== "object") return node
-  const record = node as Record<string, unknown>
-  if (isNaNUnion(record)) {
-    const { anyOf: _, ...rest } = record
-    return normalizeJsonSchema({ type: "number", ...rest })
-  }
   const out: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(record)) out[key] = normalizeJsonSchema(value)
+  for (const [key, value] of Object.entries(node as Record<string, unknown>)) out[key] = normalizeJsonSchema(value)
+  const anyOf = out["anyOf"]
+  if (Array.isArray(anyOf) && anyOf.some(isPlainNumber)) {
+    const members = anyOf.filter((member) => !isNonFiniteStrings(member))
+    if (members.length === 1) {
+      const { anyOf: _, ...rest } = out
+      return { ...(members[0] as Record<string, unknown>), ...rest }
+    }
+    out["anyOf"] = members
+  }
   return out
 }
+
+const isEmptyStruct = (ast: SchemaAST.AST): boolean =>
+  ast._tag === "Objects" && ast.propertySignatures.length === 0 && ast.indexSignatures.length === 0
 
 /**
  * The JSON Schema for a tool's parameter schema: self-contained (every definition inlined),
@@ -104,7 +118,12 @@ export const parametersJsonSchema = (name: string, schema: Schema.Top): JsonSche
       `agentloop: the parameters of tool "${name}" are recursive; model providers need a self-contained JSON Schema`
     )
   }
-  const json = normalizeJsonSchema(document.schema) as JsonSchemaObject
+  let json = normalizeJsonSchema(document.schema) as JsonSchemaObject
+  if (isEmptyStruct(schema.ast)) {
+    // effect describes `Struct({})` as "anything but null"; providers need an object
+    const { not: _, ...rest } = json
+    json = { type: "object", properties: {}, ...rest }
+  }
   if (json["type"] !== "object") {
     throw new Error(`agentloop: the parameters of tool "${name}" must be an object schema (Schema.Struct)`)
   }

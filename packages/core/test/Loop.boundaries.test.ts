@@ -96,7 +96,7 @@ describe("dangling calls in the input are repaired, not rejected", () => {
     assert.isTrue(prepared.ok)
     if (prepared.ok) {
       assert.notStrictEqual(prepared.value, input)
-      assert.strictEqual(prepared.value[1], withSignature)
+      assert.strictEqual(prepared.value[1], withSignature as unknown)
     }
   })
 })
