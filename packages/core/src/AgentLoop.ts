@@ -72,11 +72,34 @@ interface Outcome {
   readonly error?: string | undefined
 }
 
-/** The run's mutable state. The transcript array never leaves the run: callers get copies. */
+/**
+ * The run's mutable state. The transcript array never leaves the run: callers get copies.
+ * `unanswered` holds the calls of the last appended assistant message until their results are
+ * appended; whatever ends the run, `closeTranscript` answers them before `turn_end`.
+ */
 interface RunState {
   transcript: Array<Message>
   steps: number
+  unanswered: ReadonlyArray<ToolCall>
 }
+
+/** Appends results (in the order given) and marks the open turn answered. Synchronous: never split. */
+const appendResults = (state: RunState, results: ReadonlyArray<ToolResultMessage>) => {
+  for (const result of results) state.transcript.push(result)
+  state.unanswered = []
+}
+
+/**
+ * Pairs the calls of the open turn, if any, with skipped results (reason `aborted`). Runs
+ * uninterruptibly as the run ends, so an interruption that lands between appending an assistant
+ * message and starting its batch still leaves every call answered.
+ */
+const closeTranscript = (state: RunState, emit: Emit): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const results = state.unanswered.map((call) => skippedResult(call, "aborted"))
+    appendResults(state, results)
+    return Effect.forEach(results, (result) => emit({ type: "tool_end", result }), { discard: true })
+  })
 
 /** @internal */
 export type Emit = (event: LoopEvent) => Effect.Effect<void>
@@ -279,9 +302,7 @@ const runBatch = (
       })
       return Effect.andThen(
         Effect.all(pending, { discard: true }),
-        Effect.sync(() => {
-          for (const result of results) state.transcript.push(result!)
-        })
+        Effect.sync(() => appendResults(state, results as Array<ToolResultMessage>))
       )
     }))
   )
@@ -336,18 +357,22 @@ const drive = (
       const turn = yield* streamTurn(model, request, emit, signal)
       if (turn._tag === "Ended") return turn.outcome
       const message = turn.message
-      state.transcript.push(message)
-      yield* emit({ type: "assistant_message", message })
       const calls = toolCallsOf(message)
       const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
+      // appending the message and announcing it happen together, or not at all
+      yield* Effect.uninterruptible(Effect.suspend(() => {
+        state.transcript.push(message)
+        state.unanswered = calls
+        return emit({ type: "assistant_message", message })
+      }))
       if (decision._tag === "Finish") {
         const skip = decision.skip
         if (skip !== undefined) {
-          for (const call of calls) {
-            const result = skippedResult(call, skip)
-            state.transcript.push(result)
-            yield* emit({ type: "tool_end", result })
-          }
+          const skipped = calls.map((call) => skippedResult(call, skip))
+          appendResults(state, skipped)
+          yield* Effect.uninterruptible(
+            Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
+          )
         }
         return { reason: decision.reason, error: decision.error }
       }
@@ -369,10 +394,11 @@ export const runLoop = (
   Effect.gen(function*() {
     const model = yield* Model
     const executor = yield* Executor
-    const state: RunState = { transcript: [], steps: 0 }
+    const state: RunState = { transcript: [], steps: 0, unanswered: [] }
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         const exit = yield* Effect.exit(restore(drive(options, state, model, executor, emit)))
+        yield* closeTranscript(state, emit)
         const outcome: Outcome = Exit.isSuccess(exit) ?
           exit.value :
           Cause.hasInterruptsOnly(exit.cause) ?

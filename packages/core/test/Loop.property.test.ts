@@ -1,0 +1,156 @@
+/**
+ * Property: whatever the model says, whatever the tools do, whenever the run is aborted or
+ * interrupted, and whatever the step limit, the three invariants hold (checked by the testkit's
+ * `checkInvariants`), nothing runs twice and nothing runs from a turn that must not execute.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import * as fc from "fast-check"
+import { callbackSinkLayer, runAgentLoop, ToolError, toolExecutorLayer } from "@agentloop/core"
+import type { AgentRunResult, LoopEvent, Message, ToolCall } from "@agentloop/core"
+import { assistant, checkInvariants, fakeTool, makeScriptedModel, probeTool, toolCall, turn, user } from "@agentloop/testkit"
+import type { ScriptedTurn } from "@agentloop/testkit"
+
+const outcomes = ["ok", "fail", "die", "throw", "interrupt", "badResult"] as const
+type Outcome = typeof outcomes[number]
+
+interface CallSpec {
+  readonly outcome: Outcome
+  readonly yields: number
+}
+type TurnSpec =
+  | { readonly kind: "toolUse"; readonly calls: ReadonlyArray<CallSpec> }
+  | { readonly kind: "text" | "toolUseNoCalls" | "failStream" | "dieStream" | "noDone" | "malformed" | "dupIds" }
+  | { readonly kind: "stopCalls" | "length" | "error" | "aborted"; readonly calls: number }
+
+const callSpec = fc.record({ outcome: fc.constantFrom(...outcomes), yields: fc.nat({ max: 6 }) })
+const turnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({ kind: fc.constant("toolUse" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 5 }) }) },
+  { weight: 2, arbitrary: fc.constantFrom("text", "toolUseNoCalls", "failStream", "dieStream", "noDone", "malformed", "dupIds").map((kind) => ({ kind })) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constantFrom("stopCalls", "length", "error", "aborted"), calls: fc.nat({ max: 3 }) }) }
+)
+const caseSpec = fc.record({
+  turns: fc.array(turnSpec, { minLength: 1, maxLength: 6 }),
+  maxSteps: fc.integer({ min: 1, max: 7 }),
+  stop: fc.oneof(
+    fc.constant({ kind: "none" as const }),
+    fc.record({ kind: fc.constant("abort" as const), atEvent: fc.nat({ max: 25 }) }),
+    fc.record({ kind: fc.constant("interrupt" as const), atEvent: fc.nat({ max: 25 }) })
+  ),
+  danglingInput: fc.boolean()
+})
+type CaseSpec = typeof caseSpec extends fc.Arbitrary<infer A> ? A : never
+
+const calls = (turnIndex: number, n: number, name = "t"): Array<ToolCall> =>
+  Array.from({ length: n }, (_, i) => toolCall(`t${turnIndex}c${i}`, name, { outcome: "ok", yields: 0 }))
+
+/** The scripted turn for a spec, and the ids of the calls that may execute. */
+const scripted = (spec: TurnSpec, index: number): { turn: ScriptedTurn; executable: Array<string> } => {
+  switch (spec.kind) {
+    case "toolUse": {
+      const cs = spec.calls.map((c, i) => toolCall(`t${index}c${i}`, "t", { ...c }))
+      return { turn: turn.toolCalls(cs), executable: cs.map((c) => c.id) }
+    }
+    case "text":
+      return { turn: turn.text("fine"), executable: [] }
+    case "toolUseNoCalls":
+      return { turn: turn.message(assistant("toolUse", { text: "hm" })), executable: [] }
+    case "failStream":
+      return { turn: turn.failing("reset", ["part"]), executable: [] }
+    case "dieStream":
+      return { turn: turn.dying(new Error("boom")), executable: [] }
+    case "noDone":
+      return { turn: turn.events([{ type: "text_delta", delta: "x" }]), executable: [] }
+    case "malformed":
+      return { turn: turn.message({ role: "assistant", content: [{ type: "toolCall", id: "x", arguments: 1 }] }), executable: [] }
+    case "dupIds":
+      return { turn: turn.toolCalls([toolCall(`t${index}d`, "t"), toolCall(`t${index}d`, "t")]), executable: [] }
+    case "stopCalls":
+      return { turn: turn.message(assistant("stop", { calls: calls(index, spec.calls) })), executable: [] }
+    case "length":
+      return { turn: turn.truncated(calls(index, spec.calls)), executable: [] }
+    case "error":
+      return { turn: turn.error("provider error", calls(index, spec.calls)), executable: [] }
+    case "aborted":
+      return { turn: turn.aborted(calls(index, spec.calls)), executable: [] }
+  }
+}
+
+const behaviour = (args: Record<string, unknown>): Effect.Effect<string, ToolError> => {
+  const outcome = args["outcome"] as Outcome
+  const yields = Effect.repeat(Effect.yieldNow, { times: Number(args["yields"] ?? 0) })
+  const then: Effect.Effect<string, ToolError> = Effect.suspend(() => {
+    switch (outcome) {
+      case "ok":
+        return Effect.succeed("ok")
+      case "fail":
+        return Effect.fail(new ToolError({ message: "failed" }))
+      case "die":
+        return Effect.die(new Error("died"))
+      case "throw":
+        throw new Error("thrown")
+      case "interrupt":
+        return Effect.interrupt
+      case "badResult":
+        return Effect.succeed(undefined as unknown as string)
+    }
+  })
+  return Effect.andThen(yields, then)
+}
+
+const runCase = (spec: CaseSpec) =>
+  Effect.gen(function*() {
+    const script = spec.turns.map(scripted)
+    const executable = new Set(script.flatMap((s) => s.executable))
+    const model = yield* makeScriptedModel(script.map((s) => s.turn))
+    const probe = probeTool(fakeTool("t", (args) => behaviour(args)))
+    const controller = new AbortController()
+    const trigger = yield* Deferred.make<void>()
+    const events: Array<LoopEvent> = []
+    const sink = callbackSinkLayer((event) => {
+      events.push(event)
+      if (spec.stop.kind !== "none" && events.length === spec.stop.atEvent) {
+        if (spec.stop.kind === "abort") controller.abort()
+        else Deferred.doneUnsafe(trigger, Exit.void)
+      }
+    })
+    if (spec.stop.kind === "abort" && spec.stop.atEvent === 0) controller.abort()
+    const input: Array<Message> = [user("go")]
+    if (spec.danglingInput) input.push(assistant("toolUse", { calls: [toolCall("old1", "t"), toolCall("old2", "t")] }))
+    const fiber = yield* runAgentLoop({ messages: input, maxSteps: spec.maxSteps, signal: controller.signal }).pipe(
+      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer([probe.tool]))),
+      Effect.forkChild
+    )
+    let result: AgentRunResult | undefined
+    if (spec.stop.kind === "interrupt") {
+      yield* Effect.raceFirst(Deferred.await(trigger), Effect.asVoid(Fiber.await(fiber)))
+      const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
+      if (Exit.isSuccess(exit)) result = exit.value
+    } else {
+      result = yield* Fiber.join(fiber)
+    }
+    const requests = yield* model.requests
+    const violations = checkInvariants({ input, result, events, requests }).map((v) => `[${v.invariant}] ${v.message}`)
+    const executed = yield* probe.executedIds
+    if (new Set(executed).size !== executed.length) violations.push(`a call executed twice: ${executed.join(",")}`)
+    for (const id of executed) if (!executable.has(id)) violations.push(`call ${id} executed from a non-executing turn`)
+    if (requests.length > spec.maxSteps) violations.push(`${requests.length} requests for maxSteps ${spec.maxSteps}`)
+    if (spec.stop.kind === "abort" && spec.stop.atEvent === 0 && requests.length > 0) violations.push("pre-aborted run called the model")
+    if (result !== undefined && result.messages.length < input.length) violations.push("the transcript lost input messages")
+    return violations
+  })
+
+describe("property: invariants hold for generated scripts", () => {
+  it("holds for 600 random scripts, tool outcomes, completion orders, abort points and step limits", async () => {
+    let cases = 0
+    await fc.assert(
+      fc.asyncProperty(caseSpec, async (spec) => {
+        cases++
+        const violations = await Effect.runPromise(runCase(spec))
+        assert.deepStrictEqual(violations, [])
+      }),
+      { numRuns: 600 }
+    )
+    assert.strictEqual(cases >= 600, true)
+  }, 120_000)
+})
