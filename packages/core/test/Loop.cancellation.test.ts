@@ -30,10 +30,20 @@ const start = (
   Effect.gen(function*() {
     const model = yield* makeScriptedModel(script)
     const events: Array<LoopEvent> = []
+    const waiters: Array<{ test: (event: LoopEvent) => boolean; done: Deferred.Deferred<void> }> = []
     const sink = callbackSinkLayer((event) => {
       events.push(event)
       onEvent(event)
+      for (const w of waiters) if (w.test(event)) Deferred.doneUnsafe(w.done, Exit.void)
     })
+    /** Waits (on a Deferred, no polling) until an event matching `test` has been emitted. */
+    const awaitEvent = (test: (event: LoopEvent) => boolean) =>
+      Effect.suspend(() => {
+        if (events.some(test)) return Effect.void
+        const done = Deferred.makeUnsafe<void>()
+        waiters.push({ test, done })
+        return Deferred.await(done)
+      })
     const input = options.messages ?? [user("go")]
     const fiber = yield* runAgentLoop({ ...options, messages: input }).pipe(
       Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer(tools))),
@@ -41,7 +51,7 @@ const start = (
     )
     const check = (result?: Parameters<typeof checkInvariants>[0]["result"]) =>
       Effect.map(model.requests, (requests) => checkInvariants({ input, result, events, requests }))
-    return { fiber, events, model, check }
+    return { fiber, events, model, check, awaitEvent }
   })
 
 describe("cancellation", () => {
@@ -70,8 +80,7 @@ describe("cancellation", () => {
       yield* gate.started("a")
       yield* gate.started("b")
       yield* gate.release("a", "A finished")
-      yield* Effect.yieldNow
-      while (!run.events.some((e) => e.type === "tool_end")) yield* Effect.yieldNow
+      yield* run.awaitEvent((e) => e.type === "tool_end")
       controller.abort()
       const result = yield* Fiber.join(run.fiber)
       assert.deepStrictEqual(yield* run.check(result), [])
@@ -147,7 +156,7 @@ describe("cancellation", () => {
       yield* gate.started("a")
       yield* gate.started("b")
       yield* gate.release("b")
-      while (!run.events.some((e) => e.type === "tool_end")) yield* Effect.yieldNow
+      yield* run.awaitEvent((e) => e.type === "tool_end")
       const exit = yield* Fiber.interrupt(run.fiber).pipe(Effect.andThen(Fiber.await(run.fiber)))
       assert.isTrue(Exit.hasInterrupts(exit), "the interruption goes on to the caller")
       assert.deepStrictEqual(yield* run.check(), [])
