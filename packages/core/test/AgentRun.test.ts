@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, PubSub, Queue, Stream } from "effect"
+import { Effect, Layer, PubSub, Queue, Stream } from "effect"
 import {
   callbackSinkLayer,
   EventSink,
@@ -106,16 +106,11 @@ describe("event sinks", () => {
       assert.deepStrictEqual(checkInvariants({ events: fromQueue }), [])
 
       const pubsub = yield* PubSub.unbounded<LoopEvent>()
-      const subscriber = yield* Stream.fromPubSub(pubsub).pipe(
-        Stream.takeUntil((e) => e.type === "turn_end"),
-        Stream.runCollect,
-        Effect.forkChild
-      )
-      yield* Effect.yieldNow
+      const subscription = yield* PubSub.subscribe(pubsub)
       yield* runAgentLoop({ messages: [user("go")] }).pipe(
         Effect.provide(Layer.mergeAll(scriptedModelLayer(script()), toolExecutorLayer([echoTool("e")]), pubSubSinkLayer(pubsub)))
       )
-      const fromPubSub = yield* Fiber.join(subscriber)
+      const fromPubSub = yield* PubSub.takeAll(subscription)
       assert.deepStrictEqual(eventTypes(fromPubSub), eventTypes(fromQueue))
     }))
 
