@@ -5,8 +5,8 @@
  */
 import { Deferred, Effect, Fiber, Queue, Stream } from "effect"
 import type { Scope } from "effect"
-import { guardSink, runLoop } from "./AgentLoop.ts"
-import type { AgentLoopOptions, AgentRunResult } from "./AgentLoop.ts"
+import { guardSink, runLoop } from "./internal/loop.ts"
+import type { AgentLoopOptions, AgentRunResult } from "./Run.ts"
 import { EventSink } from "./EventSink.ts"
 import type { Executor } from "./Executor.ts"
 import type { LoopEvent } from "./LoopEvent.ts"
