@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { Executor, prepareTranscript } from "@agentloop/core"
+import { Effect, Exit, Layer } from "effect"
+import { Executor, noopSinkLayer, prepareTranscript, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { Message } from "@agentloop/core"
-import { assistant, echoTool, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
+import { assistant, echoTool, makeScriptedModel, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
 
 const callAB = assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("b", "e")] })
@@ -169,11 +169,16 @@ describe("model streams that misbehave end the run error", () => {
       assert.strictEqual(run.result.messages.length, 2)
     }))
 
-  it.effect("an unscripted request is loud: the run ends error naming it", () =>
+  it.effect("an unscripted request is loud: the run ends error naming it and runScripted dies", () =>
     Effect.gen(function*() {
-      const run = yield* runScripted([turn.toolCalls([toolCall("a", "e")])], { tools: [echoTool("e")] })
-      assert.strictEqual(run.result.reason, "error")
-      assert.match(run.result.error!, /request #2 was not scripted/)
+      const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "e")])])
+      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(model.layer, noopSinkLayer, toolExecutorLayer([echoTool("e")])))
+      )
+      assert.strictEqual(result.reason, "error")
+      assert.match(result.error!, /request #2 was not scripted/)
+      const exit = yield* Effect.exit(runScripted([turn.toolCalls([toolCall("a", "e")])], { tools: [echoTool("e")] }))
+      assert.isTrue(Exit.hasDies(exit))
     }))
 })
 

@@ -34,7 +34,8 @@ export const user = (text: string): Message => ({ role: "user", content: text })
 
 /**
  * Runs `runAgentLoop` against `script` with the given tools (or executor layer). `messages`
- * defaults to one user message.
+ * defaults to one user message. A request the script has no turn for makes it die with
+ * `UnscriptedRequestError`, failing the test.
  *
  * @since 0.1.0
  * @category runs
@@ -55,6 +56,7 @@ export const runScripted = (
     const result = yield* runAgentLoop({ ...options, messages }).pipe(
       Effect.provide(Layer.mergeAll(model.layer, sink.layer, executorLayer))
     )
+    yield* model.verify()
     const events = yield* sink.events
     const requests = yield* model.requests
     return { result, events, requests, violations: checkInvariants({ input: messages, result, events, requests }) }
