@@ -6,6 +6,7 @@ import {
   checkInvariants,
   dyingTool,
   echoTool,
+  fakeTool,
   failingTool,
   interruptingTool,
   makeGatedTool,
@@ -128,6 +129,22 @@ describe("concurrent tools", () => {
       const toolEvents = run.events.filter((e) => e.type.startsWith("tool"))
       assert.deepStrictEqual(toolEvents.map((e) => e.type), ["tool_start", "tool_progress", "tool_progress", "tool_end"])
       assert.deepStrictEqual(toolEvents[1], { type: "tool_progress", toolCallId: "p", progress: { pct: 50 } })
+    }))
+  it.effect("reportProgress after the call has ended is ignored", () =>
+    Effect.gen(function*() {
+      let late: ((p: unknown) => Effect.Effect<void>) | undefined
+      const tool = fakeTool("leaky", (_, ctx) => {
+        late = ctx.reportProgress
+        return Effect.succeed("done")
+      })
+      const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "leaky")]), turn.text("ok")])
+      const events: Array<LoopEvent> = []
+      yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(model.layer, callbackSinkLayer((e) => void events.push(e)), toolExecutorLayer([tool])))
+      )
+      const before = events.length
+      yield* late!("too late")
+      assert.strictEqual(events.length, before)
     }))
 })
 
