@@ -1,0 +1,6 @@
+/**
+ * @agentloop/bench (in progress).
+ *
+ * @since 0.1.0
+ */
+export {}

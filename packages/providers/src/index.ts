@@ -1,0 +1,6 @@
+/**
+ * @agentloop/providers (in progress).
+ *
+ * @since 0.1.0
+ */
+export {}

@@ -1,0 +1,6 @@
+/**
+ * @agentloop/tools (in progress).
+ *
+ * @since 0.1.0
+ */
+export {}
