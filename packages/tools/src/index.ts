@@ -1,6 +1,41 @@
 /**
- * @agentloop/tools (in progress).
+ * @agentloop/tools — the coding-agent tools (read, write, edit, bash), confined to a workspace.
  *
  * @since 0.1.0
  */
-export {}
+import { Layer } from "effect"
+import { NodeServices } from "@effect/platform-node"
+import { toolExecutorLayer } from "@agentloop/core"
+import type { Executor } from "@agentloop/core"
+import { bashTool } from "./BashTool.ts"
+import { editTool } from "./EditTool.ts"
+import { readTool } from "./ReadTool.ts"
+import { writeTool } from "./WriteTool.ts"
+import { workspaceLayer } from "./Workspace.ts"
+import type { PlatformError } from "effect"
+
+export * from "./BashTool.ts"
+export * from "./EditTool.ts"
+export * from "./ReadTool.ts"
+export * from "./Workspace.ts"
+export * from "./WriteTool.ts"
+
+/**
+ * The four coding tools, in the order a model sees them.
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const codingTools = [readTool, writeTool, editTool, bashTool] as const
+
+/**
+ * An `Executor` with the coding tools confined to `root`, on Node's file system and processes.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const codingToolsLayer = (root: string): Layer.Layer<Executor, PlatformError.PlatformError> =>
+  toolExecutorLayer(codingTools).pipe(
+    Layer.provide(workspaceLayer(root)),
+    Layer.provide(NodeServices.layer)
+  )

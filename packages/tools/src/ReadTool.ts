@@ -1,0 +1,124 @@
+/**
+ * `read`: a text file with numbered lines, or an image.
+ *
+ * Limits: at most `READ_MAX_LINES` lines and `READ_MAX_BYTES` of output per call (the result then
+ * says how to read on with `offset`), lines longer than `READ_MAX_LINE_LENGTH` characters are
+ * cut, files larger than `READ_MAX_FILE_BYTES` are refused (use `bash` with `head`/`sed`), and
+ * binary files are refused. PNG, JPEG, GIF and WebP images up to `READ_MAX_IMAGE_BYTES` come back
+ * as image content.
+ *
+ * @since 0.1.0
+ */
+import { Effect, FileSystem, Path, Schema } from "effect"
+import { defineTool, ToolError } from "@agentloop/core"
+import { fileError } from "./internal/files.ts"
+import { byteLength, looksBinary } from "./internal/text.ts"
+import { Workspace } from "./Workspace.ts"
+
+/** @since 0.1.0 @category constants */
+export const READ_MAX_LINES = 2000
+/** @since 0.1.0 @category constants */
+export const READ_MAX_BYTES = 50 * 1024
+/** @since 0.1.0 @category constants */
+export const READ_MAX_LINE_LENGTH = 2000
+/** @since 0.1.0 @category constants */
+export const READ_MAX_FILE_BYTES = 20 * 1024 * 1024
+/** @since 0.1.0 @category constants */
+export const READ_MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+const imageTypes: Record<string, string> = {
+  ".png": "image/png",
+  ".jpg": "image/jpeg",
+  ".jpeg": "image/jpeg",
+  ".gif": "image/gif",
+  ".webp": "image/webp"
+}
+
+const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
+
+/**
+ * The `read` tool.
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const readTool = defineTool({
+  name: "read",
+  description: `Read a file in the workspace. Text comes back with line numbers (at most ${READ_MAX_LINES} lines or ` +
+    `${READ_MAX_BYTES / 1024} KB per call; use offset and limit to read on). Images (png, jpeg, gif, webp) come back ` +
+    "as images. Binary files are refused.",
+  parameters: Schema.Struct({
+    path: Schema.String.annotate({ description: "file path, relative to the workspace root" }),
+    offset: Schema.optionalKey(PositiveInt.annotate({ description: "first line to read, counting from 1" })),
+    limit: Schema.optionalKey(PositiveInt.annotate({ description: "how many lines to read at most" }))
+  }),
+  execute: ({ path: input, offset, limit }) =>
+    Effect.gen(function*() {
+      const workspace = yield* Workspace
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const target = yield* workspace.resolve(input)
+      const shown = workspace.display(target)
+      const info = yield* Effect.mapError(fs.stat(target), (e) => fileError(shown, e))
+      if (info.type === "Directory") {
+        return yield* new ToolError({ message: `${shown} is a directory; use bash (ls) to list it` })
+      }
+      const size = Number(info.size)
+      const mimeType = imageTypes[path.extname(target).toLowerCase()]
+      if (mimeType !== undefined) {
+        if (size > READ_MAX_IMAGE_BYTES) {
+          return yield* new ToolError({ message: `${shown} is an image of ${size} bytes; the limit is ${READ_MAX_IMAGE_BYTES}` })
+        }
+        const bytes = yield* Effect.mapError(fs.readFile(target), (e) => fileError(shown, e))
+        return {
+          content: [{ type: "image" as const, data: Buffer.from(bytes).toString("base64"), mimeType }],
+          details: { path: shown, bytes: size, mimeType }
+        }
+      }
+      if (size > READ_MAX_FILE_BYTES) {
+        return yield* new ToolError({
+          message: `${shown} is ${size} bytes, over the ${READ_MAX_FILE_BYTES}-byte limit of read; use bash (head, sed -n) ` +
+            "to look at parts of it"
+        })
+      }
+      const bytes = yield* Effect.mapError(fs.readFile(target), (e) => fileError(shown, e))
+      if (looksBinary(bytes)) {
+        return yield* new ToolError({ message: `${shown} is a binary file (${size} bytes); read only shows text files` })
+      }
+      const text = new TextDecoder("utf-8").decode(bytes)
+      const lines = text.split("\n")
+      if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop()
+      const total = text.length === 0 ? 0 : lines.length
+      const first = offset ?? 1
+      if (total === 0) return { content: [{ type: "text" as const, text: `${shown} is empty.` }], details: { path: shown, lines: 0 } }
+      if (first > total) {
+        return yield* new ToolError({ message: `offset ${first} is past the end of ${shown}, which has ${total} lines` })
+      }
+      const wanted = Math.min(limit ?? READ_MAX_LINES, READ_MAX_LINES)
+      const out: Array<string> = []
+      let bytesOut = 0
+      let last = first - 1
+      let cutLines = 0
+      for (let n = first; n <= total && n < first + wanted; n++) {
+        let line = lines[n - 1]!
+        if (line.length > READ_MAX_LINE_LENGTH) {
+          line = `${line.slice(0, READ_MAX_LINE_LENGTH)} [... line cut at ${READ_MAX_LINE_LENGTH} characters]`
+          cutLines++
+        }
+        const numbered = `${String(n).padStart(6)}\t${line}`
+        bytesOut += byteLength(numbered) + 1
+        if (bytesOut > READ_MAX_BYTES && out.length > 0) break
+        out.push(numbered)
+        last = n
+      }
+      const notes: Array<string> = []
+      if (last < total) {
+        notes.push(`[Showing lines ${first}-${last} of ${total}. Use offset=${last + 1} to read on.]`)
+      }
+      if (cutLines > 0) notes.push(`[${cutLines} long line(s) were cut; use bash to see them whole.]`)
+      return {
+        content: [{ type: "text" as const, text: [out.join("\n"), ...notes].join("\n\n") }],
+        details: { path: shown, firstLine: first, lastLine: last, totalLines: total, truncated: last < total }
+      }
+    })
+})

@@ -1,0 +1,226 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, FileSystem, Layer } from "effect"
+import {
+  EDIT_MAX_DIFF_CHARS,
+  editTool,
+  READ_MAX_BYTES,
+  READ_MAX_LINE_LENGTH,
+  READ_MAX_LINES,
+  readTool,
+  writeTool
+} from "@agentloop/tools"
+import { context, details, inWorkspace, text } from "./helpers.ts"
+
+const ctx = context()
+
+describe("read", () => {
+  it.effect("numbers lines; offset and limit select a window and say how to read on", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/f.txt`, "one\ntwo\nthree\nfour\n")
+        const all = yield* readTool.execute({ path: "f.txt" }, ctx)
+        assert.strictEqual(text(all), "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour")
+        const part = yield* readTool.execute({ path: "f.txt", offset: 2, limit: 2 }, ctx)
+        assert.strictEqual(text(part), "     2\ttwo\n     3\tthree\n\n[Showing lines 2-3 of 4. Use offset=4 to read on.]")
+        assert.deepStrictEqual(details(part), { path: "f.txt", firstLine: 2, lastLine: 3, totalLines: 4, truncated: true })
+        const past = yield* Effect.flip(readTool.execute({ path: "f.txt", offset: 9 }, ctx))
+        assert.strictEqual(past.message, "offset 9 is past the end of f.txt, which has 4 lines")
+      })
+    ))
+
+  it.effect(`cuts output at ${READ_MAX_LINES} lines or ${READ_MAX_BYTES} bytes, and long lines at ${READ_MAX_LINE_LENGTH}`, () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/many.txt`, Array.from({ length: 5000 }, (_, i) => `l${i + 1}`).join("\n"))
+        const many = text(yield* readTool.execute({ path: "many.txt" }, ctx))
+        assert.match(many, /\[Showing lines 1-2000 of 5000\. Use offset=2001 to read on\.\]$/)
+        yield* fs.writeFileString(`${root}/wide.txt`, Array.from({ length: 100 }, () => "x".repeat(1000)).join("\n"))
+        const wide = yield* readTool.execute({ path: "wide.txt" }, ctx)
+        assert.isAtMost(text(wide).length, READ_MAX_BYTES + 200)
+        assert.match(text(wide), /Use offset=\d+ to read on/)
+        yield* fs.writeFileString(`${root}/long.txt`, "y".repeat(READ_MAX_LINE_LENGTH + 50))
+        assert.match(text(yield* readTool.execute({ path: "long.txt" }, ctx)), /\[\.\.\. line cut at 2000 characters\]/)
+      })
+    ))
+
+  it.effect("refuses binary files, directories and missing files with clear errors", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFile(`${root}/bin.dat`, new Uint8Array([1, 2, 0, 3]))
+        yield* fs.makeDirectory(`${root}/dir`)
+        assert.strictEqual(
+          (yield* Effect.flip(readTool.execute({ path: "bin.dat" }, ctx))).message,
+          "bin.dat is a binary file (4 bytes); read only shows text files"
+        )
+        assert.match((yield* Effect.flip(readTool.execute({ path: "dir" }, ctx))).message, /dir is a directory/)
+        assert.strictEqual(
+          (yield* Effect.flip(readTool.execute({ path: "nope.txt" }, ctx))).message,
+          "nope.txt: no such file or directory"
+        )
+      })
+    ))
+
+  it.effect("returns images as image content", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFile(`${root}/p.png`, new Uint8Array([137, 80, 78, 71, 0, 1]))
+        const out = yield* readTool.execute({ path: "p.png" }, ctx)
+        assert.deepStrictEqual(typeof out === "string" ? out : out.content, [{ type: "image", data: "iVBORwAB", mimeType: "image/png" }])
+      })
+    ))
+
+  it.effect("refuses paths outside the workspace", () =>
+    inWorkspace(() =>
+      Effect.map(Effect.flip(readTool.execute({ path: "../x" }, ctx)), (e) => assert.match(e.message, /outside the workspace/))
+    ))
+})
+
+describe("write", () => {
+  it.effect("creates parent folders, reports bytes, replaces existing files", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const created = yield* writeTool.execute({ path: "a/b/c.txt", content: "héllo" }, ctx)
+        assert.strictEqual(text(created), "Created a/b/c.txt (6 bytes).")
+        assert.strictEqual(yield* fs.readFileString(`${root}/a/b/c.txt`), "héllo")
+        const replaced = yield* writeTool.execute({ path: "a/b/c.txt", content: "bye" }, ctx)
+        assert.strictEqual(text(replaced), "Replaced a/b/c.txt (3 bytes).")
+        assert.deepStrictEqual(yield* fs.readDirectory(`${root}/a/b`), ["c.txt"], "no temporary file left")
+      })
+    ))
+
+  it.effect("refuses directories and paths outside the workspace, touching nothing", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.makeDirectory(`${root}/d`)
+        assert.strictEqual((yield* Effect.flip(writeTool.execute({ path: "d", content: "x" }, ctx))).message, "d is a directory")
+        assert.match((yield* Effect.flip(writeTool.execute({ path: "../escape.txt", content: "x" }, ctx))).message, /outside/)
+        assert.isFalse(yield* fs.exists(`${root}/../escape.txt`))
+      })
+    ))
+
+  it.effect("atomic: a write interrupted midway leaves the old file and no temporary file", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/keep.txt`, "old content")
+        const entered = yield* Deferred.make<void>()
+        // a file system whose writeFile stops halfway (after writing part of the file) until interrupted
+        const stalling = Layer.succeed(FileSystem.FileSystem, {
+          ...fs,
+          writeFile: (path, data) =>
+            fs.writeFile(path, data.slice(0, 3)).pipe(
+              Effect.andThen(Deferred.succeed(entered, undefined)),
+              Effect.andThen(Effect.never)
+            )
+        })
+        const fiber = yield* writeTool.execute({ path: "keep.txt", content: "new content" }, ctx).pipe(
+          Effect.provide(stalling),
+          Effect.forkChild
+        )
+        yield* Deferred.await(entered)
+        assert.strictEqual((yield* fs.readDirectory(root)).length, 2, "the new content goes to a temporary file first")
+        yield* Fiber.interrupt(fiber)
+        assert.strictEqual(yield* fs.readFileString(`${root}/keep.txt`), "old content")
+        assert.deepStrictEqual(yield* fs.readDirectory(root), ["keep.txt"])
+      })
+    ))
+
+  it.effect("atomic: a failing rename leaves the old file and no temporary file", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/keep.txt`, "old content")
+        const failingRename = Layer.succeed(FileSystem.FileSystem, {
+          ...fs,
+          rename: (from) => fs.rename(from, `${root}/missing-dir/x`)
+        })
+        const error = yield* Effect.flip(writeTool.execute({ path: "keep.txt", content: "new" }, ctx).pipe(Effect.provide(failingRename)))
+        assert.match(error.message, /keep\.txt: no such file or directory/)
+        assert.strictEqual(yield* fs.readFileString(`${root}/keep.txt`), "old content")
+        assert.deepStrictEqual(yield* fs.readDirectory(root), ["keep.txt"])
+      })
+    ))
+})
+
+describe("edit", () => {
+  it.effect("replaces text that occurs exactly once and reports a diff", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/m.js`, "const a = 1\nconst b = 2\nconst c = 3\n")
+        const out = yield* editTool.execute({ path: "m.js", oldText: "const b = 2", newText: "const b = 20" }, ctx)
+        assert.strictEqual(yield* fs.readFileString(`${root}/m.js`), "const a = 1\nconst b = 20\nconst c = 3\n")
+        assert.strictEqual(
+          text(out),
+          "Edited m.js (1 replacement).\n@@ -1,3 +1,3 @@\n const a = 1\n-const b = 2\n+const b = 20\n const c = 3\n"
+        )
+        assert.strictEqual(details(out)["replacements"], 1)
+      })
+    ))
+
+  it.effect("not found and found N times are distinct errors, and the file is untouched", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const original = "x = 1\nx = 1\n"
+        yield* fs.writeFileString(`${root}/f.py`, original)
+        const missing = yield* Effect.flip(editTool.execute({ path: "f.py", oldText: "y = 1", newText: "y = 2" }, ctx))
+        assert.match(missing.message, /^oldText was not found in f\.py/)
+        const twice = yield* Effect.flip(editTool.execute({ path: "f.py", oldText: "x = 1", newText: "x = 2" }, ctx))
+        assert.match(twice.message, /^oldText occurs 2 times in f\.py/)
+        assert.strictEqual(yield* fs.readFileString(`${root}/f.py`), original)
+      })
+    ))
+
+  it.effect("replaceAll replaces every occurrence", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/f.py`, "x = 1\nx = 1\n")
+        const out = yield* editTool.execute({ path: "f.py", oldText: "x = 1", newText: "x = $&2", replaceAll: true }, ctx)
+        assert.strictEqual(yield* fs.readFileString(`${root}/f.py`), "x = $&2\nx = $&2\n", "replacement text is literal")
+        assert.strictEqual(details(out)["replacements"], 2)
+      })
+    ))
+
+  it.effect("a replacement text with $ patterns is inserted literally", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/s.sh`, "echo A\n")
+        yield* editTool.execute({ path: "s.sh", oldText: "A", newText: "$1 $& $$" }, ctx)
+        assert.strictEqual(yield* fs.readFileString(`${root}/s.sh`), "echo $1 $& $$\n")
+      })
+    ))
+
+  it.effect("refuses an empty oldText, a no-op edit, binary and missing files", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/t.txt`, "abc")
+        yield* fs.writeFile(`${root}/b.bin`, new Uint8Array([0, 1]))
+        assert.match((yield* Effect.flip(editTool.execute({ path: "t.txt", oldText: "", newText: "x" }, ctx))).message, /oldText is empty/)
+        assert.match((yield* Effect.flip(editTool.execute({ path: "t.txt", oldText: "a", newText: "a" }, ctx))).message, /the same/)
+        assert.match((yield* Effect.flip(editTool.execute({ path: "b.bin", oldText: "a", newText: "b" }, ctx))).message, /binary/)
+        assert.match((yield* Effect.flip(editTool.execute({ path: "no.txt", oldText: "a", newText: "b" }, ctx))).message, /no such file/)
+      })
+    ))
+
+  it.effect(`a large diff is cut to about ${EDIT_MAX_DIFF_CHARS} characters`, () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const big = Array.from({ length: 2000 }, (_, i) => `line ${i}`).join("\n")
+        yield* fs.writeFileString(`${root}/big.txt`, `START\n${big}\nEND`)
+        const out = yield* editTool.execute({ path: "big.txt", oldText: big, newText: big.toUpperCase() }, ctx)
+        assert.isAtMost(text(out).length, EDIT_MAX_DIFF_CHARS + 200)
+        assert.match(text(out), /characters \(\d+ lines\) omitted/)
+      })
+    ))
+})

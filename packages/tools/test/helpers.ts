@@ -1,0 +1,36 @@
+import { Effect, FileSystem, Layer, Path } from "effect"
+import { NodeServices } from "@effect/platform-node"
+import type { ToolContext, ToolOutput } from "@agentloop/core"
+import { Workspace, workspaceLayer } from "@agentloop/tools"
+
+export const progress: Array<unknown> = []
+
+export const context = (overrides: Partial<ToolContext> = {}): ToolContext => ({
+  signal: new AbortController().signal,
+  reportProgress: (p) => Effect.sync(() => void progress.push(p)),
+  toolCallId: "call_1",
+  toolName: "tool",
+  ...overrides
+})
+
+/** A fresh temporary workspace (removed afterwards) with Node's services, and its root. */
+export const inWorkspace = <A, E>(
+  f: (root: string) => Effect.Effect<A, E, Workspace | FileSystem.FileSystem | Path.Path>
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const base = yield* fs.makeTempDirectoryScoped({ prefix: "agentloop-tools-" })
+    const root = `${yield* fs.realPath(base)}/ws`
+    yield* fs.makeDirectory(root)
+    return yield* f(root).pipe(Effect.provide(workspaceLayer(root)))
+  })).pipe(Effect.provide(NodeServices.layer))
+
+export const text = (output: ToolOutput): string =>
+  typeof output === "string" ? output : output.content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join("")
+
+export const details = (output: ToolOutput): Record<string, unknown> =>
+  typeof output === "string" ? {} : (output.details as Record<string, unknown>)
+
+/** Layer with Node services, for tests that build their own workspace. */
+export const node = NodeServices.layer
+export type { Layer }
