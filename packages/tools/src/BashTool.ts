@@ -36,7 +36,12 @@ export const BASH_KILL_GRACE: Duration.Input = "2 seconds"
 
 const Timeout = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: BASH_MAX_TIMEOUT_SECONDS }))
 
-const signalOf = (message: string): string | undefined => /signal: '([A-Z0-9]+)'/.exec(message)?.[1]
+/** The signal that ended the process, from the error effect's spawner reports for it. */
+const signalOf = (error: PlatformError.PlatformError): string | undefined => {
+  const cause = error.reason.cause
+  const message = cause instanceof Error ? cause.message : error.message
+  return /signal: '([A-Z0-9]+)'/.exec(message)?.[1]
+}
 
 /**
  * The `bash` tool.
@@ -99,7 +104,7 @@ export const bashTool = defineTool({
       const timedOut = Option.isNone(finished)
       if (Option.isSome(finished)) {
         if (finished.value._tag === "Success") exitCode = finished.value.success
-        else signal = signalOf(finished.value.failure.message) ?? "unknown"
+        else signal = signalOf(finished.value.failure) ?? "unknown"
       }
       const notes: Array<string> = []
       if (timedOut) notes.push(`[Command timed out after ${seconds} s; its process group was killed.]`)
