@@ -1,4 +1,4 @@
-import { Effect, FileSystem, Layer, Path } from "effect"
+import { Effect, FileSystem, Layer } from "effect"
 import { NodeServices } from "@effect/platform-node"
 import type { ToolContext, ToolOutput } from "@agentloop/core"
 import { Workspace, workspaceLayer } from "@agentloop/tools"
@@ -15,7 +15,7 @@ export const context = (overrides: Partial<ToolContext> = {}): ToolContext => ({
 
 /** A fresh temporary workspace (removed afterwards) with Node's services, and its root. */
 export const inWorkspace = <A, E>(
-  f: (root: string) => Effect.Effect<A, E, Workspace | FileSystem.FileSystem | Path.Path>
+  f: (root: string) => Effect.Effect<A, E, Workspace | NodeServices.NodeServices>
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
