@@ -1,0 +1,128 @@
+/**
+ * One coding session: the loop with the coding tools in a workspace, rendered live, continued
+ * when the model is cut off by its token limit, then summed up, checked against the invariants
+ * and saved as JSONL.
+ *
+ * @since 0.1.0
+ */
+import { Effect, FileSystem, Layer, Path } from "effect"
+import { callbackSinkLayer, Model, runAgentLoop } from "@agentloop/core"
+import type { AgentRunResult, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
+import { checkInvariants } from "@agentloop/testkit"
+import type { InvariantViolation } from "@agentloop/testkit"
+import type { Renderer } from "./Renderer.ts"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionOptions {
+  readonly workspace: string
+  readonly prompt: string
+  readonly systemPrompt: string
+  readonly maxSteps: number
+  /** How many times to ask the model to continue after a response cut by its token limit. */
+  readonly continuations: number
+  readonly renderer: Renderer
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionReport {
+  readonly runs: ReadonlyArray<AgentRunResult>
+  readonly final: AgentRunResult
+  readonly steps: number
+  readonly toolsRun: number
+  readonly toolErrors: number
+  readonly skipped: number
+  readonly violations: ReadonlyArray<InvariantViolation>
+  readonly transcriptFile: string
+}
+
+/**
+ * The message sent when a response was cut off by the token limit.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const CONTINUE_PROMPT = "Your last response was cut off by the output token limit, and its tool calls were " +
+  "not run. Continue from where you stopped."
+
+/**
+ * The default system prompt of a coding session.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const CODING_SYSTEM_PROMPT = "You are a careful coding agent working in a project folder. Use the tools to " +
+  "read files before changing them, make small exact edits, and run the tests to check your work. Paths are " +
+  "relative to the project folder. When you are done, say briefly what you changed."
+
+/**
+ * Runs a session with the `Model` and `Executor` in context.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const runSession = (options: SessionOptions) =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const path = yield* Path.Path
+    const model = yield* Model
+    const requests: Array<ModelRequest> = []
+    const recordingModel = Layer.succeed(Model, Model.of({
+      stream: (request) => {
+        requests.push(request)
+        return model.stream(request)
+      }
+    }))
+    const { renderer } = options
+    const runs: Array<AgentRunResult> = []
+    const violations: Array<InvariantViolation> = []
+    let messages: ReadonlyArray<Message> = [{ role: "user", content: options.prompt }]
+    let toolsRun = 0
+    while (true) {
+      const events: Array<LoopEvent> = []
+      const firstRequest = requests.length
+      const sink = callbackSinkLayer((event) => {
+        events.push(event)
+        if (event.type === "tool_start") toolsRun++
+        return renderer.render(event)
+      })
+      const result = yield* runAgentLoop({ systemPrompt: options.systemPrompt, messages, maxSteps: options.maxSteps }).pipe(
+        Effect.provide(Layer.merge(recordingModel, sink))
+      )
+      runs.push(result)
+      violations.push(...checkInvariants({ input: messages, result, events, requests: requests.slice(firstRequest) }))
+      if (result.reason !== "length" || runs.length > options.continuations) break
+      yield* renderer.line("↻ the response was cut off; asking the model to continue")
+      messages = [...result.messages, { role: "user", content: CONTINUE_PROMPT }]
+    }
+    const final = runs[runs.length - 1]!
+    const results = final.messages.flatMap((m) => (m.role === "toolResult" ? [m] : []))
+    const skipped = results.filter((r) => (r.details as { skipped?: boolean } | undefined)?.skipped === true).length
+    const directory = path.join(options.workspace, ".agentloop")
+    const transcriptFile = path.join(directory, "transcript.jsonl")
+    yield* fs.makeDirectory(directory, { recursive: true })
+    yield* fs.writeFileString(transcriptFile, final.messages.map((m) => JSON.stringify(m)).join("\n") + "\n")
+    return {
+      runs,
+      final,
+      steps: runs.reduce((n, r) => n + r.steps, 0),
+      toolsRun,
+      toolErrors: results.filter((r) => r.isError).length - skipped,
+      skipped,
+      violations,
+      transcriptFile
+    } satisfies SessionReport
+  })
+
+/**
+ * The session's `Model` and `Executor`, for `Effect.provide`.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export type SessionServices = Model | Executor

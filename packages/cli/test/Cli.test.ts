@@ -1,0 +1,81 @@
+import { assert, describe, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { pairingViolations } from "@agentloop/core"
+import type { Message } from "@agentloop/core"
+
+const bin = fileURLToPath(new URL("../bin/agentloop.js", import.meta.url))
+
+/** Runs the CLI as a separate process (not a terminal), the way a user or CI would. */
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
+  const run = spawnSync(process.execPath, [bin, ...args], {
+    encoding: "utf8",
+    timeout: 60_000,
+    env: { ...process.env, ...env }
+  })
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr }
+}
+
+describe("agentloop demo (end to end, as a process)", () => {
+  it("runs the whole scripted coding session, exits 0 and saves the transcript", () => {
+    const workspace = join(mkdtempSync(join(tmpdir(), "agentloop-cli-test-")), "ws")
+    const run = cli(["demo", "--workspace", workspace])
+    assert.strictEqual(run.code, 0, run.stderr)
+    const out = run.stdout
+    for (
+      const line of [
+        "▶ read src/math.js",
+        "▶ read test.js",
+        "✗ edit src/math.js",
+        "✓ edit src/math.js",
+        "    +  return a + b",
+        "▶ bash node test.js",
+        "  │ ok    add(2, 3) = 5",
+        "✓ bash node test.js",
+        "⊘ write  Tool call was not executed because the model response was truncated.",
+        "■ run ended: length after 5 step(s)",
+        "↻ the response was cut off; asking the model to continue",
+        "■ run ended: stop after 2 step(s)",
+        "  runs         length → stop",
+        "  tools run    6 (1 failed, 1 skipped)",
+        "  invariants   all three hold (checkInvariants: 0 violations)"
+      ]
+    ) assert.include(out, line)
+    assert.notMatch(out, /\u001b\[/, "no colour codes when the output is not a terminal")
+    // the tools really ran in the workspace
+    assert.include(readFileSync(join(workspace, "src/math.js"), "utf8"), "return a + b")
+    assert.include(readFileSync(join(workspace, "NOTES.md"), "utf8"), "now adds them")
+    // the transcript is JSONL, one message per line, every call paired
+    const transcript = readFileSync(join(workspace, ".agentloop/transcript.jsonl"), "utf8").trim().split("\n")
+      .map((line) => JSON.parse(line) as Message)
+    assert.strictEqual(transcript.length, 16)
+    assert.deepStrictEqual(pairingViolations(transcript), [])
+    assert.include(out, `transcript   ${join(workspace, ".agentloop/transcript.jsonl")}`)
+  }, 60_000)
+
+  it("--help shows the commands and their flags", () => {
+    const top = cli(["--help"])
+    assert.strictEqual(top.code, 0)
+    assert.include(top.stdout, "agentloop <subcommand> [flags]")
+    assert.include(top.stdout, "demo")
+    const demo = cli(["demo", "--help"])
+    assert.strictEqual(demo.code, 0)
+    assert.include(demo.stdout, "--workspace")
+    assert.include(demo.stdout, "--max-steps")
+  }, 30_000)
+
+  it("bad flags and unknown commands give a clear error and a non-zero exit", () => {
+    const bogus = cli(["demo", "--bogus"])
+    assert.notStrictEqual(bogus.code, 0)
+    assert.include(bogus.stderr, "Unrecognized flag: --bogus")
+    const steps = cli(["demo", "--max-steps", "many"])
+    assert.notStrictEqual(steps.code, 0)
+    assert.include(steps.stderr, "Invalid value for flag --max-steps: \"many\"")
+    const unknown = cli(["frobnicate"])
+    assert.notStrictEqual(unknown.code, 0)
+    assert.include(unknown.stderr, "Unknown subcommand \"frobnicate\"")
+  }, 30_000)
+})

@@ -1,0 +1,65 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { LoopEvent } from "@agentloop/core"
+import { assistant, toolCall } from "@agentloop/testkit"
+import { makeRenderer, makeStyle, wantsColor } from "@agentloop/cli"
+
+const call = toolCall("c1", "bash", { command: "npm test" })
+const events: ReadonlyArray<LoopEvent> = [
+  { type: "model_event", event: { type: "text_delta", delta: "Running " } },
+  { type: "model_event", event: { type: "text_delta", delta: "tests." } },
+  { type: "assistant_message", message: assistant("toolUse", { text: "Running tests.", calls: [call] }) },
+  { type: "tool_start", call },
+  { type: "tool_progress", toolCallId: "c1", progress: { stream: "stdout", text: "ok 1\nok 2\n" } },
+  {
+    type: "tool_end",
+    result: {
+      role: "toolResult",
+      toolCallId: "c1",
+      toolName: "bash",
+      content: [{ type: "text", text: "boom\n[Command exited with code 1.]" }],
+      details: { exitCode: 1, signal: null, timedOut: false },
+      isError: true
+    }
+  },
+  { type: "turn_end", reason: "error", steps: 1, error: "gave up" }
+]
+
+const renderAll = (color: boolean) =>
+  Effect.scoped(Effect.gen(function*() {
+    let out = ""
+    const renderer = yield* makeRenderer({ write: (t) => void (out += t), style: makeStyle(color), live: false })
+    for (const event of events) yield* renderer.render(event)
+    return out
+  }))
+
+describe("renderer", () => {
+  it.effect("plain output: streamed text, tool start, output lines, a summarised result, the end", () =>
+    Effect.map(renderAll(false), (out) =>
+      assert.strictEqual(
+        out.replace(/ \d+\.\ds/g, " 0.0s"),
+        [
+          "assistant Running tests.",
+          "▶ bash npm test",
+          "  │ ok 1",
+          "  │ ok 2",
+          "✗ bash npm test 0.0s  exit 1, 2 line(s) of output",
+          "■ run ended: error after 1 step(s) — gave up",
+          ""
+        ].join("\n")
+      )))
+
+  it.effect("colour when asked: errors in red", () =>
+    Effect.map(renderAll(true), (out) => {
+      assert.include(out, "\u001b[31m✗\u001b[0m")
+      assert.include(out, "\u001b[31m■ run ended: error")
+    }))
+
+  it("colour only on a terminal without NO_COLOR or TERM=dumb", () => {
+    assert.isTrue(wantsColor(true, {}))
+    assert.isFalse(wantsColor(false, {}))
+    assert.isFalse(wantsColor(undefined, {}))
+    assert.isFalse(wantsColor(true, { NO_COLOR: "1" }))
+    assert.isFalse(wantsColor(true, { TERM: "dumb" }))
+  })
+})
