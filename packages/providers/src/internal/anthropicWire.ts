@@ -1,0 +1,349 @@
+/**
+ * The Anthropic Messages wire format: the request body built from a `ModelRequest`, and the
+ * decoder of the streamed events (`message_start`, `content_block_*`, `message_delta`,
+ * `message_stop`, `ping`, `error`).
+ */
+import { Result, Schema } from "effect"
+import type { Message, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import type { Sse } from "effect/encoding"
+import { MessageAssembly } from "./assembly.ts"
+import { emit, fail, parseEventData } from "./transport.ts"
+import type { Step, WireProtocol } from "./transport.ts"
+
+// -----------------------------------------------------------------------------
+// Request
+// -----------------------------------------------------------------------------
+
+/** What shapes the request body besides the transcript. */
+export interface MessagesSettings {
+  readonly model: string
+  readonly maxTokens: number
+  readonly temperature: number | undefined
+  readonly thinkingBudget: number | undefined
+}
+
+type Block =
+  | { readonly type: "text"; readonly text: string }
+  | {
+    readonly type: "image"
+    readonly source: { readonly type: "base64"; readonly media_type: string; readonly data: string }
+  }
+  | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
+  | { readonly type: "redacted_thinking"; readonly data: string }
+  | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown }
+  | {
+    readonly type: "tool_result"
+    readonly tool_use_id: string
+    readonly content?: ReadonlyArray<Block>
+    readonly is_error?: true
+  }
+
+type WireMessage = { readonly role: "user" | "assistant"; readonly content: string | ReadonlyArray<Block> }
+
+type Part = Message["content"][number]
+
+/** Anthropic rejects empty text blocks. */
+const userBlock = (part: Extract<Part, { type: "text" | "image" }>): ReadonlyArray<Block> =>
+  part.type === "text" ?
+    (part.text.length > 0 ? [{ type: "text", text: part.text }] : []) :
+    [{ type: "image", source: { type: "base64", media_type: part.mimeType, data: part.data } }]
+
+/**
+ * The transcript as Messages API messages. Tool results become `tool_result` blocks of one user
+ * message following the assistant message. Thinking is replayed only with its signature
+ * (`thinking`) or as `redacted_thinking`; thinking without a signature (from another provider)
+ * cannot be verified by Anthropic and is left out. An assistant message with no blocks left is
+ * left out.
+ */
+export const toAnthropicMessages = (messages: ReadonlyArray<Message>): Array<WireMessage> => {
+  const out: Array<WireMessage> = []
+  let results: Array<Block> = []
+  const flushResults = () => {
+    if (results.length > 0) out.push({ role: "user", content: results })
+    results = []
+  }
+  for (const message of messages) {
+    if (message.role !== "toolResult") flushResults()
+    switch (message.role) {
+      case "user":
+        out.push({
+          role: "user",
+          content: typeof message.content === "string" ? message.content : message.content.flatMap(userBlock)
+        })
+        break
+      case "assistant": {
+        const blocks = message.content.flatMap((part): ReadonlyArray<Block> => {
+          switch (part.type) {
+            case "text":
+              return part.text.length > 0 ? [{ type: "text", text: part.text }] : []
+            case "thinking":
+              return part.redacted === true && part.signature !== undefined ?
+                [{ type: "redacted_thinking", data: part.signature }] :
+                part.signature !== undefined && part.signature.length > 0 ?
+                [{ type: "thinking", thinking: part.thinking, signature: part.signature }] :
+                []
+            case "toolCall":
+              return [{ type: "tool_use", id: part.id, name: part.name, input: part.arguments }]
+          }
+        })
+        if (blocks.length > 0) out.push({ role: "assistant", content: blocks })
+        break
+      }
+      case "toolResult": {
+        const content = message.content.flatMap(userBlock)
+        results.push({
+          type: "tool_result",
+          tool_use_id: message.toolCallId,
+          ...(content.length > 0 ? { content } : {}),
+          ...(message.isError ? { is_error: true as const } : {})
+        })
+        break
+      }
+    }
+  }
+  flushResults()
+  return out
+}
+
+/** The request body, in the key order Anthropic documents. */
+export const messagesRequestBody = (request: ModelRequest, settings: MessagesSettings): Record<string, unknown> => ({
+  model: settings.model,
+  max_tokens: settings.maxTokens,
+  ...(request.systemPrompt === undefined || request.systemPrompt.length === 0 ? {} : { system: request.systemPrompt }),
+  messages: toAnthropicMessages(request.messages),
+  ...(request.tools.length > 0 ?
+    {
+      tools: request.tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        input_schema: tool.parameters
+      }))
+    } :
+    {}),
+  ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
+  ...(settings.thinkingBudget === undefined ?
+    {} :
+    { thinking: { type: "enabled", budget_tokens: settings.thinkingBudget } }),
+  stream: true
+})
+
+// -----------------------------------------------------------------------------
+// Stream
+// -----------------------------------------------------------------------------
+
+const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
+const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Finite))
+
+const WireUsage = Schema.Struct({
+  input_tokens: OptionalNumber,
+  output_tokens: OptionalNumber,
+  cache_read_input_tokens: OptionalNumber,
+  cache_creation_input_tokens: OptionalNumber
+})
+type WireUsage = typeof WireUsage.Type
+
+const Envelope = Schema.Struct({ type: Schema.String })
+
+const MessageStart = Schema.Struct({
+  message: Schema.Struct({ model: OptionalString, usage: Schema.optional(Schema.NullOr(WireUsage)) })
+})
+const BlockStart = Schema.Struct({
+  index: Schema.Finite,
+  content_block: Schema.Struct({
+    type: Schema.String,
+    id: OptionalString,
+    name: OptionalString,
+    input: Schema.optional(Schema.Unknown),
+    text: OptionalString,
+    thinking: OptionalString,
+    signature: OptionalString,
+    data: OptionalString
+  })
+})
+const BlockDelta = Schema.Struct({
+  index: Schema.Finite,
+  delta: Schema.Struct({
+    type: Schema.String,
+    text: OptionalString,
+    thinking: OptionalString,
+    signature: OptionalString,
+    partial_json: OptionalString
+  })
+})
+const MessageDelta = Schema.Struct({
+  delta: Schema.Struct({ stop_reason: OptionalString }),
+  usage: Schema.optional(Schema.NullOr(WireUsage))
+})
+const ErrorEvent = Schema.Struct({ error: Schema.Struct({ type: OptionalString, message: OptionalString }) })
+
+const decoders = {
+  envelope: Schema.decodeUnknownResult(Envelope),
+  message_start: Schema.decodeUnknownResult(MessageStart),
+  content_block_start: Schema.decodeUnknownResult(BlockStart),
+  content_block_delta: Schema.decodeUnknownResult(BlockDelta),
+  message_delta: Schema.decodeUnknownResult(MessageDelta),
+  error: Schema.decodeUnknownResult(ErrorEvent)
+}
+
+/**
+ * SPEC stop mapping for Messages: `end_turn` and `stop_sequence` → stop, `tool_use` → toolUse,
+ * `max_tokens` (and `model_context_window_exceeded`) → length, `refusal` → error. Any other
+ * reason (`pause_turn`, which only server tools produce, or a future one) is an error naming it.
+ */
+export const anthropicStopReason = (
+  stopReason: string
+): { readonly stopReason: StopReason; readonly error?: string } => {
+  switch (stopReason) {
+    case "end_turn":
+    case "stop_sequence":
+      return { stopReason: "stop" }
+    case "tool_use":
+      return { stopReason: "toolUse" }
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return { stopReason: "length" }
+    case "refusal":
+      return { stopReason: "error", error: "Anthropic: the model refused to answer (stop reason \"refusal\")" }
+    default:
+      return { stopReason: "error", error: `Anthropic ended the turn with an unsupported stop reason "${stopReason}"` }
+  }
+}
+
+const retryableErrorTypes = new Set(["overloaded_error", "api_error", "rate_limit_error", "timeout_error"])
+
+/** The decoder of one Messages stream. */
+export const messagesProtocol = (options: {
+  readonly provider: string
+  readonly model: string
+  readonly timestamp: number
+  readonly idPrefix: string
+}): WireProtocol => {
+  const assembly = new MessageAssembly(options.idPrefix)
+  const usage: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number } = {}
+  let wireStop: string | undefined
+  let model: string | undefined
+  let emitted = 0
+
+  const addUsage = (wire: WireUsage | null | undefined) => {
+    if (wire === undefined || wire === null) return
+    if (typeof wire.input_tokens === "number") usage.input = wire.input_tokens
+    if (typeof wire.output_tokens === "number") usage.output = wire.output_tokens
+    if (typeof wire.cache_read_input_tokens === "number") usage.cacheRead = wire.cache_read_input_tokens
+    if (typeof wire.cache_creation_input_tokens === "number") usage.cacheWrite = wire.cache_creation_input_tokens
+  }
+
+  const finalize = (inBandError?: string): Step => {
+    const mapped = inBandError !== undefined ?
+      { stopReason: "error" as const, error: inBandError } :
+      anthropicStopReason(wireStop ?? "")
+    const finalUsage: Usage | undefined = usage.input === undefined && usage.output === undefined ?
+      undefined :
+      {
+        input: usage.input ?? 0,
+        output: usage.output ?? 0,
+        ...(usage.cacheRead === undefined ? {} : { cacheRead: usage.cacheRead }),
+        ...(usage.cacheWrite === undefined ? {} : { cacheWrite: usage.cacheWrite })
+      }
+    const message = assembly.finish({
+      stopReason: mapped.stopReason,
+      errorMessage: mapped.error,
+      usage: finalUsage,
+      model: model ?? options.model,
+      timestamp: options.timestamp
+    })
+    return emit([{ type: "done", message }], true)
+  }
+
+  const decode = <A>(data: string, decoder: (u: unknown) => Result.Result<A, Schema.SchemaError>) =>
+    parseEventData(options.provider, data, decoder)
+
+  const onEvent = (data: string): Step => {
+    const envelope = decode(data, decoders.envelope)
+    if (Result.isFailure(envelope)) return fail(envelope.failure)
+    const events: Array<ModelEvent> = []
+    switch (envelope.success.type) {
+      case "message_start": {
+        const event = decode(data, decoders.message_start)
+        if (Result.isFailure(event)) return fail(event.failure)
+        const start = event.success.message
+        if (typeof start.model === "string" && start.model.length > 0) model = start.model
+        addUsage(start.usage)
+        break
+      }
+      case "content_block_start": {
+        const event = decode(data, decoders.content_block_start)
+        if (Result.isFailure(event)) return fail(event.failure)
+        const key = `block:${event.success.index}`
+        const block = event.success.content_block
+        switch (block.type) {
+          case "text":
+            events.push(...assembly.text(key, block.text ?? ""))
+            break
+          case "thinking":
+            events.push(...assembly.thinking(key, block.thinking ?? ""))
+            assembly.signature(key, block.signature ?? "")
+            break
+          case "redacted_thinking":
+            assembly.redactedThinking(key, block.data ?? "")
+            break
+          case "tool_use":
+            events.push(...assembly.toolCall(key, { id: block.id, name: block.name, initial: block.input }))
+            break
+        }
+        break
+      }
+      case "content_block_delta": {
+        const event = decode(data, decoders.content_block_delta)
+        if (Result.isFailure(event)) return fail(event.failure)
+        const key = `block:${event.success.index}`
+        const delta = event.success.delta
+        switch (delta.type) {
+          case "text_delta":
+            events.push(...assembly.text(key, delta.text ?? ""))
+            break
+          case "thinking_delta":
+            events.push(...assembly.thinking(key, delta.thinking ?? ""))
+            break
+          case "signature_delta":
+            assembly.signature(key, delta.signature ?? "")
+            break
+          case "input_json_delta":
+            events.push(...assembly.toolCall(key, { fragment: delta.partial_json }))
+            break
+        }
+        break
+      }
+      case "message_delta": {
+        const event = decode(data, decoders.message_delta)
+        if (Result.isFailure(event)) return fail(event.failure)
+        const stop = event.success.delta.stop_reason
+        if (typeof stop === "string" && stop.length > 0) wireStop = stop
+        addUsage(event.success.usage)
+        break
+      }
+      case "message_stop":
+        return finalize()
+      case "error": {
+        const event = decode(data, decoders.error)
+        if (Result.isFailure(event)) return fail(event.failure)
+        const { message, type } = event.success.error
+        const text = `${options.provider} reported an error in the stream: ${type ?? "error"}: ` +
+          (message ?? "unknown error")
+        // nothing shown yet: a retry is invisible to the caller
+        if (emitted === 0 && type != null && retryableErrorTypes.has(type)) return fail(text, true)
+        return finalize(text)
+      }
+      // ping, content_block_stop and event types added later carry nothing to keep
+    }
+    emitted += events.length
+    return emit(events)
+  }
+
+  return {
+    onEvent: (event: Sse.Event) => onEvent(event.data),
+    onEnd: () =>
+      wireStop !== undefined ?
+        finalize() :
+        fail(`the stream from ${options.provider} ended before the response was complete`, true)
+  }
+}

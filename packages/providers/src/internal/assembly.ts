@@ -1,0 +1,217 @@
+/**
+ * The provider-independent half of streaming: the content blocks of one assistant turn built
+ * from deltas, the `ModelEvent`s to emit for them, tool-call argument fragments assembled per
+ * call (interleaved fragments of parallel calls included) and the final `AssistantMessage`.
+ *
+ * The wire modules (OpenAI chunks, Anthropic events) only decide *which* block a delta belongs
+ * to, by a key of their choosing; everything else is here, once.
+ */
+import { Result } from "effect"
+import { clip } from "./text.ts"
+import type { AssistantMessage, ModelEvent, StopReason, ToolCall, Usage } from "@agentloop/core"
+
+type Block =
+  | { readonly kind: "text"; text: string }
+  | { readonly kind: "thinking"; thinking: string; signature: string; redacted: boolean }
+  | {
+    readonly kind: "toolCall"
+    readonly id: string
+    name: string
+    nameAnnounced: boolean
+    arguments: string
+    /** Arguments given whole (not as fragments), used when no fragment arrives. */
+    initial: Record<string, unknown> | undefined
+    /** The provider's own decoding of the arguments, which wins over the fragments. */
+    final: { readonly value: unknown } | undefined
+  }
+
+type ToolCallBlock = Extract<Block, { kind: "toolCall" }>
+
+const isRecord = (u: unknown): u is Record<string, unknown> =>
+  typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * Parses the concatenated argument fragments of one tool call. Empty text is `{}` (a call
+ * without arguments); anything else must be a JSON object.
+ */
+export const parseToolArguments = (text: string): Result.Result<Record<string, unknown>, string> => {
+  if (text.trim() === "") return Result.succeed({})
+  const parsed = Result.try({
+    try: (): unknown => JSON.parse(text),
+    catch: (e) => (e instanceof Error ? e.message : String(e))
+  })
+  if (Result.isFailure(parsed)) return Result.fail(`are not valid JSON (${clip(parsed.failure, 200)})`)
+  return isRecord(parsed.success) ? Result.succeed(parsed.success) : Result.fail("are JSON but not an object")
+}
+
+/** What the final message says besides its content. */
+export interface Ending {
+  readonly stopReason: StopReason
+  readonly errorMessage?: string | undefined
+  readonly usage?: Usage | undefined
+  readonly model?: string | undefined
+  readonly timestamp?: number | undefined
+}
+
+/**
+ * One assistant turn under construction. Blocks keep the order in which they first received
+ * content; deltas return the events to emit (empty deltas emit nothing).
+ */
+export class MessageAssembly {
+  private readonly blocks: Array<Block> = []
+  private readonly byKey = new Map<string, Block>()
+  private generatedIds = 0
+
+  /** `idPrefix` makes ids for tool calls whose provider sent none. */
+  private readonly idPrefix: string
+  constructor(idPrefix: string) {
+    this.idPrefix = idPrefix
+  }
+
+  private block<K extends Block["kind"]>(key: string, kind: K, make: () => Extract<Block, { kind: K }>) {
+    const found = this.byKey.get(key)
+    if (found !== undefined && found.kind === kind) return found as Extract<Block, { kind: K }>
+    const created = make()
+    this.byKey.set(key, created)
+    this.blocks.push(created)
+    return created
+  }
+
+  text(key: string, delta: string): ReadonlyArray<ModelEvent> {
+    if (delta.length === 0) return []
+    this.block(key, "text", () => ({ kind: "text", text: "" })).text += delta
+    return [{ type: "text_delta", delta }]
+  }
+
+  thinking(key: string, delta: string): ReadonlyArray<ModelEvent> {
+    if (delta.length === 0) return []
+    this.thinkingBlock(key).thinking += delta
+    return [{ type: "thinking_delta", delta }]
+  }
+
+  /** Appends to the signature that lets the provider verify the thinking block when it is replayed. */
+  signature(key: string, delta: string): void {
+    if (delta.length > 0) this.thinkingBlock(key).signature += delta
+  }
+
+  /** A thinking block the provider encrypted: kept opaque, only for replay. */
+  redactedThinking(key: string, data: string): void {
+    const block = this.thinkingBlock(key)
+    block.signature = data
+    block.redacted = true
+  }
+
+  private thinkingBlock(key: string) {
+    return this.block(key, "thinking", () => ({ kind: "thinking", thinking: "", signature: "", redacted: false }))
+  }
+
+  /** The id of the tool call under `key`, if there is one. */
+  toolCallIdOf(key: string): string | undefined {
+    const block = this.byKey.get(key)
+    return block?.kind === "toolCall" ? block.id : undefined
+  }
+
+  /**
+   * Feeds one piece of a tool call. The first non-empty `id` and `name` win (some servers repeat
+   * them, or send `""`, on every fragment); a call whose provider sends no id gets a made-up one.
+   * The first event of a call carries its name.
+   */
+  toolCall(
+    key: string,
+    part: {
+      readonly id?: string | null | undefined
+      readonly name?: string | null | undefined
+      readonly fragment?: string | null | undefined
+      readonly initial?: unknown
+    }
+  ): ReadonlyArray<ModelEvent> {
+    const block = this.block(key, "toolCall", (): ToolCallBlock => ({
+      kind: "toolCall",
+      id: part.id !== undefined && part.id !== null && part.id.length > 0 ?
+        part.id :
+        `${this.idPrefix}_${this.generatedIds++}`,
+      name: "",
+      nameAnnounced: false,
+      arguments: "",
+      initial: undefined,
+      final: undefined
+    }))
+    if (block.name === "" && typeof part.name === "string") block.name = part.name
+    if (isRecord(part.initial) && Object.keys(part.initial).length > 0) block.initial = part.initial
+    const fragment = part.fragment ?? ""
+    block.arguments += fragment
+    const announce = !block.nameAnnounced && block.name !== ""
+    if (!announce && fragment.length === 0) return []
+    block.nameAnnounced ||= announce
+    return [{ type: "toolcall_delta", id: block.id, ...(announce ? { name: block.name } : {}), delta: fragment }]
+  }
+
+  /** Sets the arguments of the call under `key` as the provider decoded them (they must be an object). */
+  toolCallArguments(key: string, value: unknown): void {
+    const block = this.byKey.get(key)
+    if (block?.kind === "toolCall") block.final = { value }
+  }
+
+  hasToolCalls(): boolean {
+    return this.blocks.some((b) => b.kind === "toolCall")
+  }
+
+  /**
+   * The final message. Tool calls whose arguments do not parse get `{}` and turn a `stop` or
+   * `toolUse` ending into `error`, naming each bad call, so that nothing runs (the loop pairs
+   * every call with a skipped result). A `length` ending stays `length`: truncation explains the
+   * broken arguments. An `error` ending keeps its own message.
+   */
+  finish(ending: Ending): AssistantMessage {
+    const content: Array<AssistantMessage["content"][number]> = []
+    const problems: Array<string> = []
+    for (const block of this.blocks) {
+      switch (block.kind) {
+        case "text":
+          content.push({ type: "text", text: block.text })
+          break
+        case "thinking":
+          content.push(
+            block.redacted ?
+              { type: "thinking", thinking: block.thinking, signature: block.signature, redacted: true } :
+              block.signature.length > 0 ?
+              { type: "thinking", thinking: block.thinking, signature: block.signature } :
+              { type: "thinking", thinking: block.thinking }
+          )
+          break
+        case "toolCall": {
+          const parsed = block.final !== undefined ?
+            (isRecord(block.final.value) ? Result.succeed(block.final.value) : Result.fail("are not an object")) :
+            block.arguments === "" && block.initial !== undefined ?
+            Result.succeed(block.initial) :
+            parseToolArguments(block.arguments)
+          const name = block.name === "" ? "unknown_tool" : block.name
+          if (block.name === "") problems.push(`tool call "${block.id}" has no tool name`)
+          if (Result.isFailure(parsed)) {
+            problems.push(`the arguments of tool call "${block.id}" (${name}) ${parsed.failure}`)
+          }
+          const call: ToolCall = {
+            type: "toolCall",
+            id: block.id,
+            name,
+            arguments: Result.isSuccess(parsed) ? parsed.success : {}
+          }
+          content.push(call)
+          break
+        }
+      }
+    }
+    const broken = problems.length > 0 && (ending.stopReason === "stop" || ending.stopReason === "toolUse")
+    const stopReason: StopReason = broken ? "error" : ending.stopReason
+    const errorMessage = broken ? `${problems.join("; ")}; no tool was run` : ending.errorMessage
+    return {
+      role: "assistant",
+      content,
+      stopReason,
+      ...(errorMessage === undefined ? {} : { errorMessage }),
+      ...(ending.usage === undefined ? {} : { usage: ending.usage }),
+      ...(ending.model === undefined ? {} : { model: ending.model }),
+      ...(ending.timestamp === undefined ? {} : { timestamp: ending.timestamp })
+    }
+  }
+}

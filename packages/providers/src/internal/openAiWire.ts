@@ -1,0 +1,311 @@
+/**
+ * The Chat Completions wire format: the request body built from a `ModelRequest`, and the
+ * decoder of the streamed `chat.completion.chunk`s (OpenAI and the servers that copy it, with
+ * their differences: see the fixtures' README).
+ */
+import { Result, Schema } from "effect"
+import type { Message, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import type { Sse } from "effect/encoding"
+import { MessageAssembly } from "./assembly.ts"
+import { emit, fail, parseEventData } from "./transport.ts"
+import type { Step, WireProtocol } from "./transport.ts"
+
+// -----------------------------------------------------------------------------
+// Request
+// -----------------------------------------------------------------------------
+
+/** What shapes the request body besides the transcript. */
+export interface ChatSettings {
+  readonly model: string
+  readonly maxTokens: number | undefined
+  readonly maxTokensField: "max_tokens" | "max_completion_tokens"
+  readonly temperature: number | undefined
+  readonly includeUsage: boolean
+}
+
+type ChatContentPart =
+  | { readonly type: "text"; readonly text: string }
+  | { readonly type: "image_url"; readonly image_url: { readonly url: string } }
+
+type ChatMessage =
+  | { readonly role: "system"; readonly content: string }
+  | { readonly role: "user"; readonly content: string | ReadonlyArray<ChatContentPart> }
+  | {
+    readonly role: "assistant"
+    readonly content: string | null
+    readonly tool_calls?: ReadonlyArray<{
+      readonly id: string
+      readonly type: "function"
+      readonly function: { readonly name: string; readonly arguments: string }
+    }>
+  }
+  | { readonly role: "tool"; readonly tool_call_id: string; readonly content: string }
+
+const imagePart = (image: { readonly data: string; readonly mimeType: string }): ChatContentPart => ({
+  type: "image_url",
+  image_url: { url: `data:${image.mimeType};base64,${image.data}` }
+})
+
+/**
+ * The transcript as Chat Completions messages. Thinking is not sent back (Chat Completions has
+ * no field for it). Tool messages carry text only; images a tool returned follow the block of
+ * tool messages as one user message. An assistant message with nothing to say is left out.
+ */
+export const toChatMessages = (
+  systemPrompt: string | undefined,
+  messages: ReadonlyArray<Message>
+): Array<ChatMessage> => {
+  const out: Array<ChatMessage> = []
+  if (systemPrompt !== undefined && systemPrompt.length > 0) out.push({ role: "system", content: systemPrompt })
+  let toolImages: Array<ChatContentPart> = []
+  const flushToolImages = () => {
+    if (toolImages.length > 0) out.push({ role: "user", content: toolImages })
+    toolImages = []
+  }
+  for (const message of messages) {
+    if (message.role !== "toolResult") flushToolImages()
+    switch (message.role) {
+      case "user":
+        out.push({
+          role: "user",
+          content: typeof message.content === "string" ?
+            message.content :
+            message.content.map((part) => (part.type === "text" ? { type: "text", text: part.text } : imagePart(part)))
+        })
+        break
+      case "assistant": {
+        const text = message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
+        const calls = message.content.flatMap((part) =>
+          part.type === "toolCall" ?
+            [{
+              id: part.id,
+              type: "function" as const,
+              function: { name: part.name, arguments: JSON.stringify(part.arguments) }
+            }] :
+            []
+        )
+        if (text.length === 0 && calls.length === 0) break
+        out.push({
+          role: "assistant",
+          content: text.length > 0 ? text : null,
+          ...(calls.length > 0 ? { tool_calls: calls } : {})
+        })
+        break
+      }
+      case "toolResult": {
+        const images = message.content.filter((part) => part.type === "image")
+        const text = message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("\n")
+        out.push({
+          role: "tool",
+          tool_call_id: message.toolCallId,
+          content: text.length > 0 || images.length === 0 ? text : "(the result is the attached image)"
+        })
+        if (images.length > 0) {
+          toolImages.push({
+            type: "text",
+            text: `Images from the result of tool call "${message.toolCallId}" (${message.toolName}):`
+          })
+          for (const image of images) toolImages.push(imagePart(image))
+        }
+        break
+      }
+    }
+  }
+  flushToolImages()
+  return out
+}
+
+/** The request body, in the key order OpenAI documents. */
+export const chatRequestBody = (request: ModelRequest, settings: ChatSettings): Record<string, unknown> => ({
+  model: settings.model,
+  messages: toChatMessages(request.systemPrompt, request.messages),
+  ...(request.tools.length > 0 ?
+    {
+      tools: request.tools.map((tool) => ({
+        type: "function",
+        function: { name: tool.name, description: tool.description, parameters: tool.parameters }
+      }))
+    } :
+    {}),
+  ...(settings.maxTokens === undefined ? {} : { [settings.maxTokensField]: settings.maxTokens }),
+  ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
+  stream: true,
+  ...(settings.includeUsage ? { stream_options: { include_usage: true } } : {})
+})
+
+// -----------------------------------------------------------------------------
+// Stream
+// -----------------------------------------------------------------------------
+
+const OptionalString = Schema.optional(Schema.NullOr(Schema.String))
+const OptionalNumber = Schema.optional(Schema.NullOr(Schema.Finite))
+
+const WireToolCall = Schema.Struct({
+  index: OptionalNumber,
+  id: OptionalString,
+  function: Schema.optional(Schema.NullOr(Schema.Struct({ name: OptionalString, arguments: OptionalString })))
+})
+
+const WireChunk = Schema.Struct({
+  model: OptionalString,
+  choices: Schema.optional(Schema.NullOr(Schema.Array(Schema.Struct({
+    index: OptionalNumber,
+    delta: Schema.optional(Schema.NullOr(Schema.Struct({
+      content: OptionalString,
+      reasoning_content: OptionalString,
+      reasoning: OptionalString,
+      refusal: OptionalString,
+      tool_calls: Schema.optional(Schema.NullOr(Schema.Array(WireToolCall)))
+    }))),
+    finish_reason: OptionalString
+  })))),
+  usage: Schema.optional(Schema.NullOr(Schema.Struct({
+    prompt_tokens: OptionalNumber,
+    completion_tokens: OptionalNumber,
+    prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalNumber })))
+  }))),
+  error: Schema.optional(Schema.NullOr(Schema.Union([
+    Schema.String,
+    Schema.Struct({ message: OptionalString, type: OptionalString, code: Schema.optional(Schema.Unknown) })
+  ])))
+})
+type WireChunk = typeof WireChunk.Type
+
+const decodeChunk = Schema.decodeUnknownResult(WireChunk)
+
+const usageOf = (usage: NonNullable<WireChunk["usage"]>): Usage => {
+  const cached = usage.prompt_tokens_details?.cached_tokens ?? undefined
+  return {
+    input: (usage.prompt_tokens ?? 0) - (cached ?? 0),
+    output: usage.completion_tokens ?? 0,
+    ...(cached === undefined ? {} : { cacheRead: cached })
+  }
+}
+
+/**
+ * SPEC stop mapping for Chat Completions: `stop` → stop, `tool_calls` → toolUse, `length` →
+ * length, `content_filter` → error. Local servers (older Ollama and vLLM builds, Kimi via
+ * OpenRouter) end tool calls with `stop` or with no finish reason at all: when the message holds
+ * tool calls those become toolUse, otherwise stop.
+ */
+export const chatStopReason = (finishReason: string | undefined, hasToolCalls: boolean): StopReason => {
+  switch (finishReason) {
+    case "tool_calls":
+    case "function_call":
+      return "toolUse"
+    case "length":
+      return "length"
+    case "content_filter":
+      return "error"
+    default:
+      return hasToolCalls ? "toolUse" : "stop"
+  }
+}
+
+const retryableErrorCode = (error: Exclude<NonNullable<WireChunk["error"]>, string>): boolean => {
+  const code = error.code
+  if (typeof code === "number") return code === 408 || code === 429 || code >= 500
+  const label = `${typeof code === "string" ? code : ""} ${error.type ?? ""}`
+  return /rate_limit|overloaded|server_error|timeout|unavailable/i.test(label)
+}
+
+/** The decoder of one Chat Completions stream. */
+export const chatProtocol = (options: {
+  readonly provider: string
+  readonly model: string
+  readonly timestamp: number
+  readonly idPrefix: string
+}): WireProtocol => {
+  const assembly = new MessageAssembly(options.idPrefix)
+  const toolKeys = new Map<number | string, string>()
+  let lastToolKey: string | undefined
+  let finishReason: string | undefined
+  let usage: Usage | undefined
+  let model: string | undefined
+  let error: string | undefined
+  let emitted = 0
+
+  const toolKey = (call: typeof WireToolCall.Type, position: number): string => {
+    const id = call.id ?? ""
+    let slot: number | string
+    if (typeof call.index === "number") slot = call.index
+    else if (id !== "") slot = `id:${id}` // no index (Mistral): the call with this id
+    else if (lastToolKey !== undefined) return lastToolKey // no index, no id: a continuation
+    else slot = position
+    let key = toolKeys.get(slot) ?? `tool:${slot}`
+    // another id at a known index is another call (servers that send every call at index 0)
+    const known = assembly.toolCallIdOf(key)
+    if (known !== undefined && id !== "" && id !== known) key = `tool:${slot}:${id}`
+    toolKeys.set(slot, key)
+    lastToolKey = key
+    return key
+  }
+
+  const finalize = (): Step => {
+    const hasCalls = assembly.hasToolCalls()
+    const stopReason: StopReason = error !== undefined ? "error" : chatStopReason(finishReason, hasCalls)
+    const errorMessage = error !== undefined ?
+      `${options.provider} reported an error in the stream: ${error}` :
+      finishReason === "content_filter" ?
+      `${options.provider} stopped the response with its content filter` :
+      undefined
+    const message = assembly.finish({
+      stopReason,
+      errorMessage,
+      usage,
+      model: model ?? options.model,
+      timestamp: options.timestamp
+    })
+    return emit([{ type: "done", message }], true)
+  }
+
+  const onChunk = (chunk: WireChunk): Step => {
+    if (model === undefined && typeof chunk.model === "string" && chunk.model.length > 0) model = chunk.model
+    if (chunk.usage !== undefined && chunk.usage !== null) usage = usageOf(chunk.usage)
+    const events: Array<ModelEvent> = []
+    const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
+    if (choice !== undefined) {
+      const delta = choice.delta
+      if (delta !== undefined && delta !== null) {
+        events.push(...assembly.thinking("reasoning", delta.reasoning_content || delta.reasoning || ""))
+        events.push(...assembly.text("text", delta.content ?? ""))
+        events.push(...assembly.text("text", delta.refusal ?? ""))
+        ;(delta.tool_calls ?? []).forEach((call, position) => {
+          events.push(...assembly.toolCall(toolKey(call, position), {
+            id: call.id,
+            name: call.function?.name,
+            fragment: call.function?.arguments
+          }))
+        })
+      }
+      if (finishReason === undefined && typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
+        finishReason = choice.finish_reason
+      }
+    }
+    if (chunk.error !== undefined && chunk.error !== null && error === undefined) {
+      const wireError = chunk.error
+      if (typeof wireError !== "string" && emitted + events.length === 0 && retryableErrorCode(wireError)) {
+        const text = wireError.message ?? "unknown error"
+        return fail(`${options.provider} reported an error in the stream: ${text}`, true)
+      }
+      const code = typeof wireError === "string" ? undefined : wireError.code
+      const text = typeof wireError === "string" ? wireError : wireError.message ?? wireError.type ?? "unknown error"
+      error = typeof code === "string" || typeof code === "number" ? `${text} (code ${code})` : text
+    }
+    emitted += events.length
+    return emit(events)
+  }
+
+  return {
+    onEvent: (event: Sse.Event) => {
+      const data = event.data.trim()
+      if (data === "[DONE]") return finalize()
+      const chunk = parseEventData(options.provider, data, decodeChunk)
+      return Result.isFailure(chunk) ? fail(chunk.failure) : onChunk(chunk.success)
+    },
+    onEnd: () =>
+      finishReason !== undefined || error !== undefined ?
+        finalize() :
+        fail(`the stream from ${options.provider} ended before the response was complete`, true)
+  }
+}
