@@ -48,7 +48,8 @@ export const startAgentLoop = (
     const emit = (event: LoopEvent) =>
       forward === undefined ?
         Effect.asVoid(Queue.offer(queue, event)) :
-        Effect.andThen(Queue.offer(queue, event), forward(event))
+        // `guardSink` calls the sink when the effect is built: build it after the offer has run
+        Effect.andThen(Queue.offer(queue, event), Effect.suspend(() => forward(event)))
     const fiber = yield* Effect.forkScoped(runLoop(options, emit, (result) => Deferred.succeed(done, result)))
     return {
       events: Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "turn_end")),

@@ -177,6 +177,30 @@ const toResult = (call: ToolCall, output: ToolOutput): ToolResultMessage =>
 
 const issueMessage = (error: unknown): string => Schema.isSchemaError(error) ? error.message : String(error)
 
+/**
+ * The argument decoder of each parameter schema, compiled once: an executor is typically built per
+ * run (its layer is provided to each run), and compiling a decoder costs more than a short run.
+ * Schemas are immutable, so a decoder never goes stale.
+ */
+const decoders = new WeakMap<object, PreparedTool["decode"]>()
+const decoderOf = (schema: Schema.Decoder<unknown>): PreparedTool["decode"] => {
+  let decode = decoders.get(schema)
+  if (decode === undefined) {
+    decode = Schema.decodeUnknownEffect(Schema.toCodecJson(schema)) as PreparedTool["decode"]
+    decoders.set(schema, decode)
+  }
+  return decode
+}
+
+/** Whether `context` holds every service of `services`, with the same value. */
+const holdsAll = (context: Context.Context<unknown>, services: Context.Context<unknown>): boolean => {
+  const have = context.mapUnsafe
+  for (const [key, value] of services.mapUnsafe) {
+    if (have.get(key) !== value || !have.has(key)) return false
+  }
+  return true
+}
+
 interface PreparedTool {
   readonly tool: AnyTool
   readonly decode: (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>
@@ -198,10 +222,26 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
       if (byName.has(tool.name)) throw new Error(`agentloop: two tools are named "${tool.name}"`)
       byName.set(tool.name, {
         tool,
-        decode: Schema.decodeUnknownEffect(Schema.toCodecJson(tool.parameters)) as PreparedTool["decode"]
+        decode: decoderOf(tool.parameters)
       })
     }
     const available = tools.length === 0 ? "(none)" : tools.map((t) => t.name).join(", ")
+    // The tools' services are merged into the calling fiber's context for each call. A merge copies
+    // the whole context, so it is memoized on the calling context (contexts are immutable, and the
+    // calls of a run share one): the same context as `Effect.provideContext`, without a copy per call.
+    const captured = context as Context.Context<unknown>
+    let lastCaller: Context.Context<unknown> | undefined
+    let lastMerged: Context.Context<unknown> = captured
+    const withTools = (caller: Context.Context<unknown>): Context.Context<unknown> => {
+      if (caller !== lastCaller) {
+        lastCaller = caller
+        // when the caller already holds every captured service (the usual case: the executor's
+        // layer was built from the run's own context), the merge would equal the caller's context,
+        // and handing back the caller's own context lets the call skip switching contexts
+        lastMerged = holdsAll(caller, captured) ? caller : Context.merge(caller, captured)
+      }
+      return lastMerged
+    }
     return Executor.of({
       definitions: tools.map((t) => t.definition),
       execute: (call, toolContext) => {
@@ -211,7 +251,7 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
             errorResult(call, `Unknown tool "${call.name}". Available tools: ${available}.`, { unknownTool: true })
           )
         }
-        return Effect.flatMap(Effect.exit(prepared.decode(call.arguments)), (decoded) =>
+        const run = (decoded: Exit.Exit<unknown, Schema.SchemaError>): Effect.Effect<ToolResultMessage, ToolError> =>
           Exit.isFailure(decoded) ?
             Effect.succeed(errorResult(
               call,
@@ -220,10 +260,18 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
               }`,
               { invalidArguments: true }
             )) :
-            Effect.suspend(() => prepared.tool.execute(decoded.value, toolContext)).pipe(
-              Effect.map((output) => toResult(call, output)),
-              Effect.provideContext(context as Context.Context<unknown>)
-            ) as Effect.Effect<ToolResultMessage, ToolError>)
+            Effect.updateContext(
+              Effect.map(
+                Effect.suspend(() => prepared.tool.execute(decoded.value, toolContext)),
+                (output) => toResult(call, output)
+              ),
+              withTools
+            ) as Effect.Effect<ToolResultMessage, ToolError>
+        // a synchronous schema decodes to an `Exit` at once: no need to run it as an effect
+        const decoding = prepared.decode(call.arguments)
+        return Exit.isExit(decoding) ?
+          run(decoding as Exit.Exit<unknown, Schema.SchemaError>) :
+          Effect.flatMap(Effect.exit(decoding), run)
       }
     })
   })

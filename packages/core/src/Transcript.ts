@@ -8,6 +8,12 @@
 import { Exit, Schema } from "effect"
 import { skipText } from "./Decision.ts"
 import type { SkipReason } from "./Decision.ts"
+import {
+  isAssistantMessageFast,
+  isMessageFast,
+  isMessageUnguarded,
+  isToolResultMessageFast
+} from "./internal/guards.ts"
 import { AssistantMessage, Message, ToolResultMessage, toolCallsOf } from "./Message.ts"
 import type { ToolCall } from "./Message.ts"
 
@@ -46,6 +52,8 @@ export const errorResult = (call: ToolCall, text: string, details?: unknown): To
 export const skippedResult = (call: ToolCall, reason: SkipReason): ToolResultMessage =>
   errorResult(call, skipText(reason), { skipped: true, reason })
 
+// The boundary checks first try the fast structural guards (internal/guards.ts), which accept
+// only what these schemas accept; anything else is decoded with the schema, which decides.
 const decodeMessage = Schema.decodeUnknownExit(Message)
 const decodeAssistant = Schema.decodeUnknownExit(AssistantMessage)
 const decodeToolResult = Schema.decodeUnknownExit(ToolResultMessage)
@@ -65,6 +73,13 @@ const indent = (text: string) => text.replace(/\n/g, "\n  ")
  * @category getters
  */
 export const duplicateCallId = (calls: ReadonlyArray<ToolCall>): string | undefined => {
+  if (calls.length <= 8) {
+    // the common case (a handful of calls): no allocation
+    for (let i = 1; i < calls.length; i++) {
+      for (let j = 0; j < i; j++) if (calls[j]!.id === calls[i]!.id) return calls[i]!.id
+    }
+    return undefined
+  }
   const seen = new Set<string>()
   for (const call of calls) {
     if (seen.has(call.id)) return call.id
@@ -81,8 +96,10 @@ export const duplicateCallId = (calls: ReadonlyArray<ToolCall>): string | undefi
  * @category validation
  */
 export const checkAssistantMessage = (raw: unknown): Checked<AssistantMessage> => {
-  const exit = decodeAssistant(raw)
-  if (Exit.isFailure(exit)) return bad(`the model's final message is malformed: ${indent(issueText(exit))}`)
+  if (!isAssistantMessageFast(raw)) {
+    const exit = decodeAssistant(raw)
+    if (Exit.isFailure(exit)) return bad(`the model's final message is malformed: ${indent(issueText(exit))}`)
+  }
   const message = raw as AssistantMessage
   const duplicate = duplicateCallId(toolCallsOf(message))
   return duplicate === undefined ?
@@ -98,11 +115,13 @@ export const checkAssistantMessage = (raw: unknown): Checked<AssistantMessage> =
  * @category validation
  */
 export const checkToolResult = (call: ToolCall, raw: unknown): ToolResultMessage => {
-  const exit = decodeToolResult(raw)
-  if (Exit.isFailure(exit)) {
-    return errorResult(call, `Tool "${call.name}" returned a malformed result: ${issueText(exit)}`, {
-      invalidResult: true
-    })
+  if (!isToolResultMessageFast(raw)) {
+    const exit = decodeToolResult(raw)
+    if (Exit.isFailure(exit)) {
+      return errorResult(call, `Tool "${call.name}" returned a malformed result: ${issueText(exit)}`, {
+        invalidResult: true
+      })
+    }
   }
   const result = raw as ToolResultMessage
   if (result.toolCallId !== call.id || result.toolName !== call.name) {
@@ -113,6 +132,47 @@ export const checkToolResult = (call: ToolCall, raw: unknown): ToolResultMessage
     )
   }
   return result
+}
+
+/**
+ * The common case of `prepareTranscript` in one allocation-free pass: every message passes its
+ * fast guard, no result is out of place, and each assistant message (of at most 8 calls, with
+ * distinct ids) is followed by exactly its results, in call order, naming the right tool. Then
+ * the transcript needs no repair. Anything else returns false and the full procedure decides (and
+ * words the error), so this changes no outcome.
+ */
+const isSoundTranscript = (input: ReadonlyArray<unknown>): boolean => {
+  try {
+    let i = 0
+    while (i < input.length) {
+      const message = input[i++]
+      if (!isMessageUnguarded(message) || message.role === "toolResult") return false
+      if (message.role !== "assistant") continue
+      const content = message.content
+      let calls = 0
+      for (let p = 0; p < content.length; p++) {
+        const part = content[p]!
+        if (part.type !== "toolCall") continue
+        if (++calls > 8) return false
+        for (let q = 0; q < p; q++) {
+          const other = content[q]!
+          if (other.type === "toolCall" && other.id === part.id) return false
+        }
+        const result = input[i++]
+        if (
+          !isMessageUnguarded(result) || result.role !== "toolResult" || result.toolCallId !== part.id ||
+          result.toolName !== part.name
+        ) return false
+      }
+      // a result after the block is out of place (the next pass guards the message itself)
+      const next = input[i] as { readonly role?: unknown } | null | undefined
+      if (typeof next === "object" && next !== null && next.role === "toolResult") return false
+    }
+    return true
+  } catch {
+    // a value whose reading throws: the full procedure reports it
+    return false
+  }
 }
 
 /**
@@ -131,7 +191,12 @@ export const checkToolResult = (call: ToolCall, raw: unknown): ToolResultMessage
  * @category validation
  */
 export const prepareTranscript = (input: ReadonlyArray<unknown>): Checked<Array<Message>> => {
+  // (a plain array only: `slice` would keep the class of an Array subclass)
+  if (Object.getPrototypeOf(input) === Array.prototype && isSoundTranscript(input)) {
+    return ok(input.slice() as Array<Message>)
+  }
   for (let i = 0; i < input.length; i++) {
+    if (isMessageFast(input[i])) continue
     const exit = decodeMessage(input[i])
     if (Exit.isFailure(exit)) return bad(`messages[${i}] is not a valid message: ${indent(issueText(exit))}`)
   }
@@ -150,28 +215,43 @@ export const prepareTranscript = (input: ReadonlyArray<unknown>): Checked<Array<
     i++
     if (message.role !== "assistant") continue
     const calls = toolCallsOf(message)
+    const n = calls.length
+    if (n === 0 && (i >= messages.length || messages[i]!.role !== "toolResult")) continue
     const duplicate = duplicateCallId(calls)
     if (duplicate !== undefined) return bad(`messages[${i - 1}] repeats tool call id "${duplicate}"`)
-    const byId = new Map<string, ToolResultMessage>()
+    // the result found for each call, by call index; a large batch is looked up by id (a linear
+    // search per result would be quadratic)
+    const found: Array<ToolResultMessage | undefined> = new Array(n)
+    const indexById = n > 8 ? new Map(calls.map((c, k) => [c.id, k])) : undefined
     while (i < messages.length && messages[i]!.role === "toolResult") {
       const result = messages[i] as ToolResultMessage
-      const call = calls.find((c) => c.id === result.toolCallId)
-      if (call === undefined) {
+      let k = -1
+      if (indexById !== undefined) k = indexById.get(result.toolCallId) ?? -1
+      else {
+        for (let j = 0; j < n; j++) {
+          if (calls[j]!.id === result.toolCallId) {
+            k = j
+            break
+          }
+        }
+      }
+      if (k < 0) {
         return bad(
           `messages[${i}] is a tool result for call "${result.toolCallId}", which the assistant message before it ` +
             "did not make (orphan tool result)"
         )
       }
-      if (byId.has(call.id)) return bad(`messages[${i}] is a second tool result for call "${call.id}"`)
+      const call = calls[k]!
+      if (found[k] !== undefined) return bad(`messages[${i}] is a second tool result for call "${call.id}"`)
       if (result.toolName !== call.name) {
         return bad(
           `messages[${i}] answers call "${call.id}" as tool "${result.toolName}", but that call is to "${call.name}"`
         )
       }
-      byId.set(call.id, result)
+      found[k] = result
       i++
     }
-    for (const call of calls) out.push(byId.get(call.id) ?? skippedResult(call, "interrupted"))
+    for (let k = 0; k < n; k++) out.push(found[k] ?? skippedResult(calls[k]!, "interrupted"))
   }
   return ok(out)
 }

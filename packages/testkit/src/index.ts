@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 export * from "./FakeTools.ts"
+export * from "./FaultInjection.ts"
 export * from "./Invariants.ts"
 export * from "./RecordingSink.ts"
 export * from "./ScriptedModel.ts"

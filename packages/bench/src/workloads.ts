@@ -1,0 +1,171 @@
+/**
+ * The four workloads of the benchmark, described once and independently of any loop, and the
+ * interface every contender implements.
+ *
+ * Every contender gets the same scripted model behaviour: the same turns, the same number of
+ * streamed events per turn (one per text delta or per tool call, plus whatever framing its stream
+ * protocol requires), the same tool calls with the same arguments, the same tool work and a sink
+ * that only counts. Scripts are built before the clock starts (`prepare`), so the model costs
+ * nothing measurable and what is timed is the loop.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * What one run did, to check that every contender did the same work (never a timing).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WorkCount {
+  /** Events the sink received (each loop has its own event vocabulary: not comparable across loops). */
+  readonly events: number
+  /** Tool executions. */
+  readonly toolRuns: number
+  /** Model requests. */
+  readonly requests: number
+  /** Messages in the final transcript (input included), in the loop's own message format. */
+  readonly messages: number
+  /** The run's result, held by the harness while it measures retained memory. */
+  readonly result: unknown
+}
+
+/**
+ * Hooks the harness uses to sample memory at the same points of every run: when a tool executes
+ * and when the model receives a request. They cost nothing when absent.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Probe {
+  readonly onToolExecute?: ((index: number) => void) | undefined
+  readonly onRequest?: ((index: number) => void) | undefined
+}
+
+/**
+ * A prepared run: everything is built, calling it runs the loop once.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Prepared = () => Promise<WorkCount>
+
+/**
+ * One loop under test. Each method prepares one run of a workload.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Contender {
+  /** Short key used in results.json. */
+  readonly key: ContenderKey
+  /** Name shown in tables. */
+  readonly label: string
+  /** (a) one turn streaming `deltas` text deltas to a counting sink. */
+  readonly streamDeltas: (deltas: number, probe: Probe) => Prepared
+  /** (b) `steps` turns of one tool call each, then a final text turn. */
+  readonly toolSteps: (steps: number, probe: Probe) => Prepared
+  /** (c) one turn with `calls` concurrent instant tool calls, then a final text turn. */
+  readonly toolBatch: (calls: number, probe: Probe) => Prepared
+  /** (d) resume from a `history`-message transcript, one tool turn, then a final text turn. */
+  readonly longTranscript: (history: number, probe: Probe) => Prepared
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ContenderKey = "agentloop" | "pi" | "aisdk" | "floor"
+
+/**
+ * Workload sizes. The defaults are the issue's; `BENCH_QUICK=1` shrinks them for a smoke run.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const sizes = process.env["BENCH_QUICK"] === "1" ?
+  { deltas: 5_000, stepCounts: [10, 50, 100], batch: 500, history: 1_000 } :
+  { deltas: 100_000, stepCounts: [100, 500, 1_000, 2_000], batch: 10_000, history: 20_000 }
+
+/**
+ * The text of every streamed delta (constant, so no loop pays for building strings).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DELTA = "token "
+
+/**
+ * The one tool every workload calls: `echo({ i: number })` answers the text `ok <i>`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const TOOL_NAME = "echo"
+
+/**
+ * The tool's work, shared by every contender: build the answer text.
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const echoOutput = (i: number): string => `ok ${i}`
+
+/**
+ * The id of call `k` of turn `turn` (unique across a run).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const callId = (turn: number, k: number): string => `call_${turn}_${k}`
+
+/**
+ * The user message every run starts with.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const PROMPT = "Run the workload."
+
+/**
+ * The text of the last turn of every multi-turn workload.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const FINAL_TEXT = "All done."
+
+/**
+ * One entry of the resumed history of workload (d), in a neutral form each contender maps to its
+ * own message format. The history repeats the group: user question, assistant tool call, tool
+ * result, assistant answer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type HistoryEntry =
+  | { readonly kind: "user"; readonly text: string }
+  | { readonly kind: "call"; readonly id: string; readonly i: number }
+  | { readonly kind: "result"; readonly id: string; readonly text: string }
+  | { readonly kind: "answer"; readonly text: string }
+
+/**
+ * The history of workload (d): `size` messages (a multiple of 4 is a whole number of groups).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeHistory = (size: number): Array<HistoryEntry> => {
+  const out: Array<HistoryEntry> = []
+  for (let g = 0; out.length < size; g++) {
+    const id = `hist_${g}`
+    const group: Array<HistoryEntry> = [
+      { kind: "user", text: `Question number ${g}: what is the status of item ${g}?` },
+      { kind: "call", id, i: g },
+      { kind: "result", id, text: echoOutput(g) },
+      { kind: "answer", text: `Item ${g} is fine; the tool answered ${echoOutput(g)}.` }
+    ]
+    for (const entry of group) if (out.length < size) out.push(entry)
+  }
+  return out
+}
