@@ -50,7 +50,10 @@ export const startAgentLoop = (
         Effect.asVoid(Queue.offer(queue, event)) :
         // `guardSink` calls the sink when the effect is built: build it after the offer has run
         Effect.andThen(Queue.offer(queue, event), Effect.suspend(() => forward(event)))
-    const fiber = yield* Effect.forkScoped(runLoop(options, emit, (result) => Deferred.succeed(done, result)))
+    // started at once, so the run is inside its uninterruptible bookkeeping before `abort` can land
+    const fiber = yield* Effect.forkScoped(runLoop(options, emit, (result) => Deferred.succeed(done, result)), {
+      startImmediately: true
+    })
     return {
       events: Stream.fromQueue(queue).pipe(Stream.takeUntil((event) => event.type === "turn_end")),
       result: Deferred.await(done),

@@ -12,11 +12,12 @@ import type { RunReason } from "./LoopEvent.ts"
  *
  * - `unexpected-stop`, `length`, `error`, `aborted`: the decision table skipped the calls of a turn.
  * - `interrupted`: a call in the input transcript had no result (repaired on the way in).
+ * - `denied`: the run's policy, or the person asked, refused the call.
  *
  * @since 0.1.0
  * @category models
  */
-export type SkipReason = "unexpected-stop" | "length" | "error" | "aborted" | "interrupted"
+export type SkipReason = "unexpected-stop" | "length" | "error" | "aborted" | "interrupted" | "denied"
 
 /**
  * What to do with one model turn once its final message has been appended.
@@ -92,7 +93,8 @@ const skipTexts: Record<SkipReason, string> = {
   length: "Tool call was not executed because the model response was truncated.",
   error: "Tool call was not executed because the model response ended with an error.",
   aborted: "Tool call was not executed because the run was aborted.",
-  interrupted: "Tool call has no result because the run that made it was interrupted before it finished."
+  interrupted: "Tool call has no result because the run that made it was interrupted before it finished.",
+  denied: "Tool call was not executed because it was denied."
 }
 
 /**

@@ -9,12 +9,15 @@
  * - The model's final `done` event is **not** forwarded as a `model_event`: the validated
  *   `assistant_message` event stands for it (an invalid final message is never shown as if it
  *   were part of the transcript).
+ * - `approval_request` carries the `Deferred` the caller completes to answer it (see Policy.ts).
+ * - `user_message` announces a steering or follow-up message as it joins the transcript.
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
-import { AssistantMessage, ToolCall, ToolResultMessage } from "./Message.ts"
+import { Deferred, Schema } from "effect"
+import { AssistantMessage, ToolCall, ToolResultMessage, UserMessage } from "./Message.ts"
 import { ModelEvent } from "./Model.ts"
+import type { ApprovalAnswer } from "./Policy.ts"
 
 /**
  * Why a run ended.
@@ -39,6 +42,18 @@ export const LoopEvent = Schema.Union([
   Schema.Struct({ type: Schema.Literal("tool_start"), call: ToolCall }),
   Schema.Struct({ type: Schema.Literal("tool_progress"), toolCallId: Schema.String, progress: Schema.Unknown }),
   Schema.Struct({ type: Schema.Literal("tool_end"), result: ToolResultMessage }),
+  Schema.Struct({
+    type: Schema.Literal("approval_request"),
+    call: ToolCall,
+    answer: Schema.declare((u: unknown): u is Deferred.Deferred<ApprovalAnswer> => Deferred.isDeferred(u), {
+      expected: "a Deferred<ApprovalAnswer>"
+    })
+  }),
+  Schema.Struct({
+    type: Schema.Literal("user_message"),
+    message: UserMessage,
+    kind: Schema.Literals(["steering", "followUp"])
+  }),
   Schema.Struct({
     type: Schema.Literal("turn_end"),
     reason: RunReason,

@@ -24,7 +24,15 @@ export const JsonSchemaObject = Schema.Record(Schema.String, Schema.Unknown)
 export type JsonSchemaObject = typeof JsonSchemaObject.Type
 
 /**
- * What the model is told about one tool.
+ * What the model is told about one tool (`name`, `description`, `parameters`), plus how the loop
+ * runs it; providers send only the first three:
+ *
+ * - `readOnly`: the tool changes nothing (the ready-made `readOnlyPolicy` lets it run without
+ *   asking);
+ * - `exclusive`: the call runs alone, in call order: calls before it in the same message finish
+ *   first, calls after it start after it (for tools that write: no write races a read);
+ * - `timeoutMs`: a call still running after this long is interrupted and answered with an error
+ *   saying so (overrides the run's default `ToolTimeout`).
  *
  * @since 0.1.0
  * @category schemas
@@ -32,7 +40,10 @@ export type JsonSchemaObject = typeof JsonSchemaObject.Type
 export const ToolDefinition = Schema.Struct({
   name: Schema.NonEmptyString,
   description: Schema.String,
-  parameters: JsonSchemaObject
+  parameters: JsonSchemaObject,
+  readOnly: Schema.optionalKey(Schema.Boolean),
+  exclusive: Schema.optionalKey(Schema.Boolean),
+  timeoutMs: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThan(0)))
 })
 /**
  * @since 0.1.0

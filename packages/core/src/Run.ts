@@ -3,10 +3,18 @@
  *
  * @since 0.1.0
  */
-import { Schema } from "effect"
+import { Effect, Queue, Schema } from "effect"
 import { AbortSignalSchema } from "./Executor.ts"
 import { RunReason } from "./LoopEvent.ts"
-import { Message } from "./Message.ts"
+import { Message, Usage, UserMessage } from "./Message.ts"
+import type { ToolPolicy } from "./Policy.ts"
+
+const isFunction = (u: unknown): u is (...args: ReadonlyArray<never>) => unknown => typeof u === "function"
+
+const UserMessageQueue = Schema.declare(
+  (u: unknown): u is Queue.Dequeue<UserMessage> => Queue.isDequeue(u),
+  { expected: "a Queue of user messages" }
+)
 
 /**
  * The number of model requests a run may make when `maxSteps` is not given.
@@ -26,7 +34,29 @@ export const AgentLoopOptions = Schema.Struct({
   systemPrompt: Schema.optionalKey(Schema.String),
   messages: Schema.Array(Message),
   maxSteps: Schema.optionalKey(MaxSteps),
-  signal: Schema.optionalKey(AbortSignalSchema)
+  signal: Schema.optionalKey(AbortSignalSchema),
+  /** Consulted before each call runs: allow, deny or ask (see Policy.ts). Default: allow all. */
+  policy: Schema.optionalKey(
+    Schema.declare((u: unknown): u is ToolPolicy => isFunction(u), { expected: "a ToolPolicy function" })
+  ),
+  /**
+   * User messages pushed while the run works. Each is appended at the next safe boundary (after
+   * the current batch's results, before the next request), never between a call and its result.
+   */
+  steering: Schema.optionalKey(UserMessageQueue),
+  /** User messages that restart the run when it would otherwise stop (reason `stop`). */
+  followUps: Schema.optionalKey(UserMessageQueue),
+  /**
+   * Shapes the messages of each request (pruning, compaction); the transcript keeps everything.
+   * Its output is checked: messages that do not decode, or that split a call from its result, end
+   * the run `error` instead of being sent.
+   */
+  transformContext: Schema.optionalKey(
+    Schema.declare(
+      (u: unknown): u is (messages: ReadonlyArray<Message>) => Effect.Effect<ReadonlyArray<Message>> => isFunction(u),
+      { expected: "a function from messages to an Effect of messages" }
+    )
+  )
 })
 /**
  * @since 0.1.0
@@ -50,7 +80,9 @@ export const AgentRunResult = Schema.Struct({
   messages: Schema.Array(Message),
   steps: Schema.Int,
   reason: RunReason,
-  error: Schema.optionalKey(Schema.String)
+  error: Schema.optionalKey(Schema.String),
+  /** Token usage summed over the run's turns (present when any turn reported usage). */
+  usage: Schema.optionalKey(Usage)
 })
 /**
  * @since 0.1.0

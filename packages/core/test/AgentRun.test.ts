@@ -96,6 +96,20 @@ describe("startAgentLoop (live events and the final result from one run)", () =>
     })))
 })
 
+describe("startAgentLoop aborted at once", () => {
+  it.effect("abort right after start still gives a result and a turn_end", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const run = yield* startAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(scriptedModelLayer([turn.never(["thinking about it"])]), toolExecutorLayer([])))
+      )
+      yield* run.abort
+      const result = yield* run.result
+      const events = yield* Stream.runCollect(run.events)
+      assert.strictEqual(result.reason, "aborted")
+      assert.deepStrictEqual(checkInvariants({ result, events }), [])
+    })))
+})
+
 describe("event sinks", () => {
   it.effect("queueSinkLayer and pubSubSinkLayer deliver every event", () =>
     Effect.gen(function*() {

@@ -192,7 +192,11 @@ export const isToolDefinitionsFast = (u: unknown): u is ReadonlyArray<ToolDefini
     for (let i = 0; i < u.length; i++) {
       const d: unknown = u[i]
       if (
-        !isObject(d) || !isNonEmptyString(d.name) || typeof d.description !== "string" || !isObject(d.parameters)
+        !isObject(d) || !isNonEmptyString(d.name) || typeof d.description !== "string" || !isObject(d.parameters) ||
+        !(typeof d["readOnly"] === "boolean" || !("readOnly" in d)) ||
+        !(typeof d["exclusive"] === "boolean" || !("exclusive" in d)) ||
+        !((typeof d["timeoutMs"] === "number" && Number.isFinite(d["timeoutMs"]) && d["timeoutMs"] > 0) ||
+          !("timeoutMs" in d))
       ) return false
     }
     return true
@@ -212,7 +216,9 @@ export const isRunSettingsFast = (u: unknown): boolean => {
     const maxSteps = u.maxSteps
     return (typeof u.systemPrompt === "string" || !("systemPrompt" in u)) &&
       ((typeof maxSteps === "number" && Number.isSafeInteger(maxSteps) && maxSteps > 0) || !("maxSteps" in u)) &&
-      (u.signal instanceof AbortSignal || !("signal" in u))
+      (u.signal instanceof AbortSignal || !("signal" in u)) &&
+      // the control options are rare: when one is given, the schema decides
+      !("policy" in u) && !("steering" in u) && !("followUps" in u) && !("transformContext" in u)
   } catch {
     return false
   }

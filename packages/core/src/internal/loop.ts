@@ -5,21 +5,27 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Channel, Effect, Exit, Inspectable, Schema } from "effect"
+import { Cause, Channel, Effect, Exit, Queue, Schema } from "effect"
 import { decideTurn } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
 import type { ModelError } from "../Errors.ts"
 import { Executor } from "../Executor.ts"
-import type { ExecutorShape, ToolContext } from "../Executor.ts"
+import type { ExecutorShape } from "../Executor.ts"
 import type { LoopEvent, RunReason } from "../LoopEvent.ts"
-import { toolCallsOf } from "../Message.ts"
-import type { AssistantMessage, Message, ToolCall, ToolResultMessage } from "../Message.ts"
+import { Message, toolCallsOf } from "../Message.ts"
+import type { AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage } from "../Message.ts"
 import { Model, ToolDefinition } from "../Model.ts"
 import type { ModelEvent, ModelRequest } from "../Model.ts"
 import { DEFAULT_MAX_STEPS, RunSettings } from "../Run.ts"
 import type { AgentLoopOptions, AgentRunResult } from "../Run.ts"
-import { isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
-import { checkAssistantMessage, checkToolResult, errorResult, prepareTranscript, skippedResult } from "../Transcript.ts"
+import type { ApprovalAnswer } from "../Policy.ts"
+import { ToolConcurrency, ToolTimeout } from "../ToolExecution.ts"
+import { checkAssistantMessage, pairingViolations, prepareTranscript, skippedResult } from "../Transcript.ts"
+import { runBatch } from "./batch.ts"
+import type { BatchSettings } from "./batch.ts"
+import { awaitAbort, describeCause } from "./common.ts"
+import type { Emit } from "./common.ts"
+import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
 
 /** How the run ended, before it is turned into the result and the `turn_end` event. */
 interface Outcome {
@@ -36,6 +42,18 @@ interface RunState {
   transcript: Array<Message>
   steps: number
   unanswered: ReadonlyArray<ToolCall>
+  /** Usage summed over the turns that reported it; undefined while none has. */
+  usage: { input: number; output: number; cacheRead: number; cacheWrite: number } | undefined
+}
+
+const addUsage = (state: RunState, usage: Usage | undefined) => {
+  if (usage === undefined) return
+  const sum = state.usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
+  sum.input += usage.input
+  sum.output += usage.output
+  sum.cacheRead += usage.cacheRead ?? 0
+  sum.cacheWrite += usage.cacheWrite ?? 0
+  state.usage = sum
 }
 
 /** Appends results (in the order given) and marks the open turn answered. Synchronous: never split. */
@@ -56,42 +74,15 @@ const closeTranscript = (state: RunState, emit: Emit): Effect.Effect<void> =>
     return Effect.forEach(results, (result) => emit({ type: "tool_end", result }), { discard: true })
   })
 
-export type Emit = (event: LoopEvent) => Effect.Effect<void>
-
-/** Readable text for a failure value: the message of an error, never its stack. */
-const describeFailure = (u: unknown): string => {
-  if (u instanceof Error) return u.message.length > 0 ? u.message : u.name
-  if (typeof u === "object" && u !== null && typeof (u as { message?: unknown }).message === "string") {
-    return (u as { message: string }).message
-  }
-  return Inspectable.toStringUnknown(u, 0)
-}
-
-const describeCause = (cause: Cause.Cause<unknown>): string => {
-  const texts: Array<string> = []
-  for (const reason of cause.reasons) {
-    if (reason._tag === "Fail") texts.push(describeFailure(reason.error))
-    else if (reason._tag === "Die") texts.push(describeFailure(reason.defect))
-  }
-  return texts.length > 0 ? texts.join("; ") : "interrupted"
-}
-
 /** Ends a channel's `runForEach` normally, from inside its callback. */
 const halt = Cause.done()
-
-/** Resumes when `signal` aborts (at once if it already has). */
-const awaitAbort = (signal: AbortSignal): Effect.Effect<void> =>
-  Effect.callback<void>((resume) => {
-    if (signal.aborted) return resume(Effect.void)
-    const onAbort = () => resume(Effect.void)
-    signal.addEventListener("abort", onAbort, { once: true })
-    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
-  })
 
 const onSinkFailure = (event: LoopEvent) => (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
   Cause.hasInterruptsOnly(cause) ?
     Effect.failCause(cause) as Effect.Effect<never> :
     Effect.logError(`agentloop: EventSink.emit failed on a "${event.type}" event; the run goes on`, cause)
+
+export type { Emit }
 
 /**
  * An `EventSink.emit` that can never break the run (see EventSink.ts for the contract). It is on
@@ -174,109 +165,6 @@ const streamTurn = (
 }
 
 // -----------------------------------------------------------------------------
-// One tool batch
-// -----------------------------------------------------------------------------
-
-const interruptedResult = (call: ToolCall): ToolResultMessage =>
-  errorResult(call, "Tool call was interrupted before it finished.", { interrupted: true })
-
-/** Turns everything `execute` can do (succeed, fail, die, throw, be interrupted) into a result for `call`. */
-const resultOf = (call: ToolCall, exit: Exit.Exit<unknown, unknown>): ToolResultMessage => {
-  if (Exit.isSuccess(exit)) return checkToolResult(call, exit.value)
-  const cause = exit.cause
-  if (Cause.hasFails(cause)) {
-    return errorResult(call, `Tool "${call.name}" failed: ${describeCause(cause)}`, { failed: true })
-  }
-  if (Cause.hasDies(cause)) {
-    return errorResult(call, `Tool "${call.name}" crashed: ${describeCause(cause)}`, { defect: true })
-  }
-  return interruptedResult(call)
-}
-
-const runCall = (
-  executor: ExecutorShape,
-  call: ToolCall,
-  emit: Emit
-): Effect.Effect<ToolResultMessage> =>
-  Effect.suspend(() => {
-    // (an AbortController made lazily, behind a getter, would cost more than it saves: V8 builds
-    // an object literal with an accessor several times slower than one with plain properties)
-    const controller = new AbortController()
-    let ended = false
-    const context: ToolContext = {
-      signal: controller.signal,
-      toolCallId: call.id,
-      toolName: call.name,
-      reportProgress: (progress) =>
-        Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress }))
-    }
-    const execution = Effect.suspend(() => {
-      const effect: unknown = executor.execute(call, context)
-      return Effect.isEffect(effect) ?
-        effect as Effect.Effect<unknown, unknown> :
-        Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
-    })
-    return Effect.map(
-      Effect.exit(Effect.onInterrupt(execution, () => Effect.sync(() => controller.abort()))),
-      (exit) => {
-        ended = true
-        return resultOf(call, exit)
-      }
-    )
-  })
-
-/**
- * Runs every call of one assistant message concurrently and appends one result per call, in call
- * order, to the transcript, whatever happens: an abort (the `signal`) or an interruption of the
- * run stops the calls still running, and the finalizer answers them (and calls that never
- * started) before anything else can look at the transcript.
- */
-const runBatch = (
-  executor: ExecutorShape,
-  calls: ReadonlyArray<ToolCall>,
-  state: RunState,
-  emit: Emit,
-  signal: AbortSignal | undefined
-): Effect.Effect<void> => {
-  const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
-  const started: Array<boolean> = new Array(calls.length).fill(false)
-  const finish = (index: number, result: ToolResultMessage) => {
-    results[index] = result
-    return emit({ type: "tool_end", result })
-  }
-  const one = (call: ToolCall, index: number): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      if (signal?.aborted) return Effect.void
-      started[index] = true
-      return Effect.flatMap(
-        Effect.andThen(emit({ type: "tool_start", call }), runCall(executor, call, emit)),
-        (result) => Effect.uninterruptible(finish(index, result))
-      )
-    })
-  // a batch of one call runs in this fiber (forking one child to join it at once buys nothing)
-  const batch = calls.length === 1 ?
-    one(calls[0]!, 0) :
-    Effect.forEach(calls, one, { concurrency: "unbounded", discard: true })
-  const raced = signal === undefined ? batch : Effect.raceFirst(batch, awaitAbort(signal))
-  return Effect.ensuring(
-    raced,
-    Effect.suspend(() => {
-      const append = Effect.sync(() => appendResults(state, results as Array<ToolResultMessage>))
-      const pending: Array<number> = []
-      for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
-      if (pending.length === 0) return append
-      return Effect.andThen(
-        Effect.forEach(pending, (index) => {
-          const call = calls[index]!
-          return finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
-        }, { discard: true }),
-        append
-      )
-    })
-  )
-}
-
-// -----------------------------------------------------------------------------
 // The run
 // -----------------------------------------------------------------------------
 
@@ -295,6 +183,54 @@ const checkDefinitions = (definitions: ReadonlyArray<ToolDefinition>): string | 
   }
   return undefined
 }
+
+/** Appends user messages and announces each, as one step (never split). */
+const appendUserMessages = (
+  state: RunState,
+  emit: Emit,
+  messages: ReadonlyArray<UserMessage>,
+  kind: "steering" | "followUp"
+) =>
+  Effect.uninterruptible(Effect.suspend(() => {
+    for (const message of messages) state.transcript.push(message)
+    return Effect.forEach(messages, (message) => emit({ type: "user_message", message, kind }), { discard: true })
+  }))
+
+/** Everything in a queue right now (nothing when there is no queue). */
+const drain = (queue: Queue.Dequeue<UserMessage> | undefined): Effect.Effect<ReadonlyArray<UserMessage>> =>
+  queue === undefined ? Effect.succeed([]) : Effect.map(Queue.clear(queue), (items) => items as ReadonlyArray<UserMessage>)
+
+/** The request's messages after `transformContext`, or why they cannot be sent. */
+const shapeContext = (
+  transform: NonNullable<AgentLoopOptions["transformContext"]>,
+  messages: ReadonlyArray<Message>
+): Effect.Effect<{ readonly ok: true; readonly messages: ReadonlyArray<Message> } | { readonly ok: false; readonly error: string }> =>
+  Effect.map(Effect.exit(Effect.suspend(() => transform(messages))), (exit) => {
+    if (Exit.isFailure(exit)) return { ok: false, error: `transformContext failed: ${describeCause(exit.cause)}` }
+    const shaped = exit.value
+    if (!Array.isArray(shaped)) return { ok: false, error: "transformContext returned an invalid transcript: not an array" }
+    for (let i = 0; i < shaped.length; i++) {
+      if (!isMessageFast(shaped[i])) {
+        const decoded = decodeMessage(shaped[i])
+        if (Exit.isFailure(decoded)) {
+          return {
+            ok: false,
+            error: `transformContext returned an invalid transcript: messages[${i}]: ${describeCause(decoded.cause)}`
+          }
+        }
+      }
+    }
+    const broken = pairingViolations(shaped)
+    return broken.length === 0 ?
+      { ok: true, messages: shaped } :
+      { ok: false, error: `transformContext returned messages that split tool calls from their results: ${broken.join("; ")}` }
+  })
+
+const decodeMessage = Schema.decodeUnknownExit(Message)
+
+/** One model turn, with its span. */
+const turnSpan = (step: number) =>
+  Effect.withSpan("agentloop.turn", { attributes: { "agentloop.step": step } })
 
 const drive = (
   options: AgentLoopOptions,
@@ -318,17 +254,35 @@ const drive = (
     const definitionError = checkDefinitions(executor.definitions)
     if (definitionError !== undefined) return { reason: "error", error: definitionError }
 
-    const { signal, systemPrompt } = options
+    const { signal, systemPrompt, steering, followUps, transformContext } = options
     const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS
+    const batch: BatchSettings = {
+      executor,
+      emit,
+      signal,
+      policy: options.policy,
+      remembered: new Map<string, ApprovalAnswer>(),
+      definitions: new Map(executor.definitions.map((d) => [d.name, d])),
+      concurrency: yield* ToolConcurrency,
+      defaultTimeout: yield* ToolTimeout
+    }
     while (true) {
       if (signal?.aborted) return { reason: "aborted" }
+      // the safe boundary: every call so far is answered, the next request is not built yet
+      const steered = yield* drain(steering)
+      if (steered.length > 0) yield* appendUserMessages(state, emit, steered, "steering")
       if (state.steps >= maxSteps) return { reason: "maxSteps" }
+      let messages: ReadonlyArray<Message> = state.transcript.slice()
+      if (transformContext !== undefined) {
+        const shaped = yield* shapeContext(transformContext, messages)
+        if (!shaped.ok) return { reason: "error", error: shaped.error }
+        messages = shaped.messages
+      }
       state.steps++
-      const messages = state.transcript.slice()
       const request: ModelRequest = systemPrompt === undefined ?
         { messages, tools: executor.definitions } :
         { systemPrompt, messages, tools: executor.definitions }
-      const turn = yield* streamTurn(model, request, emit, signal)
+      const turn = yield* turnSpan(state.steps)(streamTurn(model, request, emit, signal))
       if (turn._tag === "Ended") return turn.outcome
       const message = turn.message
       const calls = toolCallsOf(message)
@@ -337,6 +291,7 @@ const drive = (
       yield* Effect.uninterruptible(Effect.suspend(() => {
         state.transcript.push(message)
         state.unanswered = calls
+        addUsage(state, message.usage)
         return emit({ type: "assistant_message", message })
       }))
       if (decision._tag === "Finish") {
@@ -348,47 +303,63 @@ const drive = (
             Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
           )
         }
+        if (decision.reason === "stop") {
+          // steering that came too late for this turn, then follow-ups, restart the run
+          const more = [...yield* drain(steering), ...yield* drain(followUps)]
+          if (more.length > 0) {
+            yield* appendUserMessages(state, emit, more, "followUp")
+            continue
+          }
+        }
         return { reason: decision.reason, error: decision.error }
       }
-      yield* runBatch(executor, calls, state, emit, signal)
+      yield* runBatch(batch, calls, (results) => appendResults(state, results))
     }
   })
 
 /**
  * Runs the loop with an already guarded `emit`, hands the result to `onResult` (also when the run
- * is interrupted from outside, before the interruption goes on) and returns it.
+ * is interrupted from outside, before the interruption goes on) and returns it. The whole run is
+ * the span `agentloop.run`; each turn is `agentloop.turn`, each call `agentloop.tool`.
  */
 export const runLoop = (
   options: AgentLoopOptions,
   emit: Emit,
   onResult: (result: AgentRunResult) => Effect.Effect<void>
 ): Effect.Effect<AgentRunResult, never, Model | Executor> =>
-  Effect.gen(function*() {
-    const model = yield* Model
-    const executor = yield* Executor
-    const state: RunState = { transcript: [], steps: 0, unanswered: [] }
-    return yield* Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        const exit = yield* Effect.exit(restore(drive(options, state, model, executor, emit)))
-        yield* closeTranscript(state, emit)
-        const outcome: Outcome = Exit.isSuccess(exit) ?
-          exit.value :
-          Cause.hasInterruptsOnly(exit.cause) ?
-          { reason: "aborted" } :
-          { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
-        const error = outcome.error === undefined ? {} : { error: outcome.error }
-        const result: AgentRunResult = {
-          // an exact-size copy: the transcript array has spare capacity from appending, which a
-          // caller holding the result (a long session) would keep for as long as it keeps it
-          messages: state.transcript.slice(),
-          steps: state.steps,
-          reason: outcome.reason,
-          ...error
-        }
-        yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
-        yield* onResult(result)
-        if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
-        return result
+  Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const model = yield* Model
+      const executor = yield* Executor
+      const state: RunState = { transcript: [], steps: 0, unanswered: [], usage: undefined }
+      const exit = yield* Effect.exit(restore(drive(options, state, model, executor, emit)))
+      yield* closeTranscript(state, emit)
+      const outcome: Outcome = Exit.isSuccess(exit) ?
+        exit.value :
+        Cause.hasInterruptsOnly(exit.cause) ?
+        { reason: "aborted" } :
+        { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
+      const error = outcome.error === undefined ? {} : { error: outcome.error }
+      const result: AgentRunResult = {
+        // an exact-size copy: the transcript array has spare capacity from appending, which a
+        // caller holding the result (a long session) would keep for as long as it keeps it
+        messages: state.transcript.slice(),
+        steps: state.steps,
+        reason: outcome.reason,
+        ...error,
+        ...(state.usage === undefined ? {} : { usage: state.usage })
+      }
+      yield* Effect.annotateCurrentSpan({
+        "agentloop.reason": outcome.reason,
+        "agentloop.steps": state.steps,
+        ...(state.usage === undefined ? {} : {
+          "agentloop.usage.input": state.usage.input,
+          "agentloop.usage.output": state.usage.output
+        })
       })
-    )
-  })
+      yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
+      yield* onResult(result)
+      if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
+      return result
+    })
+  ).pipe(Effect.withSpan("agentloop.run"))

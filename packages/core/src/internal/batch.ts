@@ -1,0 +1,206 @@
+/**
+ * One tool batch: every call of one assistant message answered exactly once, in call order,
+ * whatever happens.
+ *
+ * - The policy is consulted before each call: denied calls get a skipped result (`denied`);
+ *   `ask` emits an `approval_request` and waits for the caller's answer.
+ * - Calls run concurrently (up to `ToolConcurrency`), except `exclusive` tools, which run alone:
+ *   calls before them finish first, calls after them start after them.
+ * - A call over its time limit is interrupted and answered with a timeout error.
+ * - An abort (`signal`) or an interruption of the run stops what is running or waiting; the
+ *   finalizer answers every call left (interrupted, or skipped when it never started) before
+ *   anything else can look at the results.
+ */
+import { Cause, Deferred, Duration, Effect, Exit, Option } from "effect"
+import type { ExecutorShape, ToolContext } from "../Executor.ts"
+import type { ToolCall, ToolResultMessage } from "../Message.ts"
+import type { ToolDefinition } from "../Model.ts"
+import { decide } from "../Policy.ts"
+import type { ApprovalAnswer, ToolPolicy } from "../Policy.ts"
+import { checkToolResult, errorResult, skippedResult } from "../Transcript.ts"
+import { awaitAbort, describeCause } from "./common.ts"
+import type { Emit } from "./common.ts"
+
+/** What a batch needs from its run. */
+export interface BatchSettings {
+  readonly executor: ExecutorShape
+  readonly emit: Emit
+  readonly signal: AbortSignal | undefined
+  readonly policy: ToolPolicy | undefined
+  /** Answers given with `always: true`, by tool name, for the whole run. */
+  readonly remembered: Map<string, ApprovalAnswer>
+  readonly definitions: ReadonlyMap<string, ToolDefinition>
+  readonly concurrency: number | "unbounded"
+  readonly defaultTimeout: Duration.Input | undefined
+}
+
+const interruptedResult = (call: ToolCall): ToolResultMessage =>
+  errorResult(call, "Tool call was interrupted before it finished.", { interrupted: true })
+
+const deniedResult = (call: ToolCall, reason: string | undefined): ToolResultMessage =>
+  reason === undefined ?
+    skippedResult(call, "denied") :
+    errorResult(call, `Tool call was not executed because it was denied: ${reason}`, {
+      skipped: true,
+      reason: "denied",
+      denial: reason
+    })
+
+const timedOutResult = (call: ToolCall, timeout: Duration.Duration): ToolResultMessage =>
+  errorResult(call, `Tool "${call.name}" timed out after ${Duration.format(timeout)} and was stopped.`, {
+    timedOut: true,
+    timeoutMs: Duration.toMillis(timeout)
+  })
+
+/** Turns everything `execute` can do (succeed, fail, die, throw, be interrupted) into a result for `call`. */
+const resultOf = (call: ToolCall, exit: Exit.Exit<unknown, unknown>): ToolResultMessage => {
+  if (Exit.isSuccess(exit)) return checkToolResult(call, exit.value)
+  const cause = exit.cause
+  if (Cause.hasFails(cause)) {
+    return errorResult(call, `Tool "${call.name}" failed: ${describeCause(cause)}`, { failed: true })
+  }
+  if (Cause.hasDies(cause)) {
+    return errorResult(call, `Tool "${call.name}" crashed: ${describeCause(cause)}`, { defect: true })
+  }
+  return interruptedResult(call)
+}
+
+/** Runs one call through the executor, with its own `AbortSignal` and progress reporting. */
+const runCall = (
+  executor: ExecutorShape,
+  call: ToolCall,
+  emit: Emit,
+  timeout: Duration.Duration | undefined
+): Effect.Effect<ToolResultMessage> =>
+  Effect.suspend(() => {
+    const controller = new AbortController()
+    let ended = false
+    const context: ToolContext = {
+      signal: controller.signal,
+      toolCallId: call.id,
+      toolName: call.name,
+      reportProgress: (progress) =>
+        Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress }))
+    }
+    const execution = Effect.onInterrupt(
+      Effect.suspend(() => {
+        const effect: unknown = executor.execute(call, context)
+        return Effect.isEffect(effect) ?
+          effect as Effect.Effect<unknown, unknown> :
+          Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
+      }),
+      () => Effect.sync(() => controller.abort())
+    )
+    const limited = timeout === undefined ?
+      Effect.map(Effect.exit(execution), (exit) => resultOf(call, exit)) :
+      Effect.map(
+        Effect.exit(Effect.timeoutOption(execution, timeout)),
+        (exit) =>
+          Exit.isSuccess(exit) && Option.isNone(exit.value) ?
+            timedOutResult(call, timeout) :
+            resultOf(call, Exit.map(exit, (o) => Option.getOrUndefined(o as Option.Option<unknown>)))
+      )
+    return Effect.map(limited, (result) => {
+      ended = true
+      return result
+    })
+  })
+
+/** Groups call indices into stages: a run of non-exclusive calls, or one exclusive call. */
+const stagesOf = (calls: ReadonlyArray<ToolCall>, definitions: ReadonlyMap<string, ToolDefinition>) => {
+  const stages: Array<Array<number>> = []
+  let current: Array<number> = []
+  calls.forEach((call, index) => {
+    if (definitions.get(call.name)?.exclusive === true) {
+      if (current.length > 0) stages.push(current)
+      stages.push([index])
+      current = []
+    } else {
+      current.push(index)
+    }
+  })
+  if (current.length > 0) stages.push(current)
+  return stages
+}
+
+/**
+ * Runs the batch and hands the results, in call order, to `onDone` (synchronously, in the
+ * finalizer, so nothing can come between the last result and the transcript).
+ */
+export const runBatch = (
+  settings: BatchSettings,
+  calls: ReadonlyArray<ToolCall>,
+  onDone: (results: ReadonlyArray<ToolResultMessage>) => void
+): Effect.Effect<void> => {
+  const { executor, emit, signal, policy, remembered, definitions } = settings
+  const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
+  const started: Array<boolean> = new Array(calls.length).fill(false)
+  const finish = (index: number, result: ToolResultMessage) =>
+    Effect.uninterruptible(Effect.suspend(() => {
+      results[index] = result
+      return emit({ type: "tool_end", result })
+    }))
+
+  const approve = (call: ToolCall): Effect.Effect<ApprovalAnswer> =>
+    Effect.suspend(() => {
+      if (policy === undefined) return Effect.succeed({ approved: true })
+      return Effect.flatMap(decide(policy, call, definitions.get(call.name)), (decision) => {
+        if (decision._tag === "Allow") return Effect.succeed({ approved: true })
+        if (decision._tag === "Deny") return Effect.succeed({ approved: false, reason: decision.reason })
+        const known = remembered.get(call.name)
+        if (known !== undefined) return Effect.succeed(known)
+        const answer = Deferred.makeUnsafe<ApprovalAnswer>()
+        return emit({ type: "approval_request", call, answer }).pipe(
+          Effect.andThen(Deferred.await(answer)),
+          Effect.tap((given) => Effect.sync(() => given.always === true && remembered.set(call.name, given)))
+        )
+      })
+    })
+
+  const one = (index: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (signal?.aborted) return Effect.void
+      const call = calls[index]!
+      return Effect.flatMap(approve(call), (answer) => {
+        if (!answer.approved) return finish(index, deniedResult(call, answer.reason))
+        if (signal?.aborted) return Effect.void
+        started[index] = true
+        const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
+        const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
+        return Effect.andThen(emit({ type: "tool_start", call }), runCall(executor, call, emit, timeout)).pipe(
+          Effect.tap((result) =>
+            Effect.annotateCurrentSpan("agentloop.tool.outcome", result.isError ? "error" : "ok")
+          ),
+          Effect.withSpan("agentloop.tool", {
+            attributes: { "agentloop.tool.name": call.name, "agentloop.tool.call_id": call.id }
+          }),
+          Effect.flatMap((result) => finish(index, result))
+        )
+      })
+    })
+
+  const stages = stagesOf(calls, definitions)
+  const batch = calls.length === 1 ?
+    one(0) :
+    Effect.forEach(
+      stages,
+      (stage) =>
+        stage.length === 1 ? one(stage[0]!) : Effect.forEach(stage, one, { concurrency: settings.concurrency, discard: true }),
+      { discard: true }
+    )
+  const raced = signal === undefined ? batch : Effect.raceFirst(batch, awaitAbort(signal))
+  return Effect.ensuring(
+    raced,
+    Effect.suspend(() => {
+      const pending: Array<number> = []
+      for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
+      return Effect.andThen(
+        Effect.forEach(pending, (index) => {
+          const call = calls[index]!
+          return finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
+        }, { discard: true }),
+        Effect.sync(() => onDone(results as Array<ToolResultMessage>))
+      )
+    })
+  )
+}

@@ -1,0 +1,422 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Tracer } from "effect"
+import { TestClock } from "effect/testing"
+import {
+  allow,
+  ask,
+  callbackSinkLayer,
+  deny,
+  readOnlyPolicy,
+  runAgentLoop,
+  ToolConcurrency,
+  ToolTimeout,
+  toolExecutorLayer
+} from "@agentloop/core"
+import type { AgentLoopOptions, AnyTool, ApprovalAnswer, LoopEvent, Message, UserMessage } from "@agentloop/core"
+import {
+  assistant,
+  checkInvariants,
+  echoTool,
+  makeGatedTool,
+  makeScriptedModel,
+  probeTool,
+  sleepingTool,
+  toolCall,
+  turn,
+  user
+} from "@agentloop/testkit"
+import type { ScriptedTurn } from "@agentloop/testkit"
+import { results, roles, textOf } from "./helpers.ts"
+
+/** Starts a run with a live sink; `onEvent` may answer approvals or push messages. */
+const start = (
+  script: ReadonlyArray<ScriptedTurn>,
+  tools: ReadonlyArray<AnyTool>,
+  options: Partial<AgentLoopOptions> = {},
+  onEvent: (event: LoopEvent) => void = () => {}
+) =>
+  Effect.gen(function*() {
+    const model = yield* makeScriptedModel(script)
+    const events: Array<LoopEvent> = []
+    const sink = callbackSinkLayer((event) => {
+      events.push(event)
+      onEvent(event)
+    })
+    const input: ReadonlyArray<Message> = options.messages ?? [user("go")]
+    const fiber = yield* runAgentLoop({ ...options, messages: input }).pipe(
+      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer(tools))),
+      Effect.forkChild
+    )
+    const finish = Effect.gen(function*() {
+      const result = yield* Fiber.join(fiber)
+      const requests = yield* model.requests
+      return { result, requests, violations: checkInvariants({ input, result, events, requests }) }
+    })
+    return { fiber, events, finish, model }
+  })
+
+const exclusiveTool = (name: string, inner: AnyTool): AnyTool => ({
+  ...inner,
+  name,
+  definition: { ...inner.definition, name, exclusive: true }
+})
+
+const readOnly = (tool: AnyTool): AnyTool => ({ ...tool, definition: { ...tool.definition, readOnly: true } })
+
+const answerWith = (answer: ApprovalAnswer) => (event: LoopEvent) => {
+  if (event.type === "approval_request") Deferred.doneUnsafe(event.answer, Exit.succeed(answer))
+}
+
+describe("policies and approvals", () => {
+  it.effect("deny in a mixed batch: the denied call is paired with a skipped result, the rest runs", () =>
+    Effect.gen(function*() {
+      const read = probeTool(echoTool("read"))
+      const write = probeTool(echoTool("write"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "read"), toolCall("b", "write"), toolCall("c", "read")]), turn.text("ok")],
+        [read.tool, write.tool],
+        { policy: (call) => call.name === "write" ? deny("writes are not allowed here") : allow }
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "stop")
+      const [a, b, c] = results(result.messages)
+      assert.deepStrictEqual([a!.isError, b!.isError, c!.isError], [false, true, false])
+      assert.deepStrictEqual(b!.details, { skipped: true, reason: "denied", denial: "writes are not allowed here" })
+      assert.strictEqual(textOf(b!), "Tool call was not executed because it was denied: writes are not allowed here")
+      assert.strictEqual(yield* write.executions, 0)
+      assert.strictEqual(yield* read.executions, 2)
+    }))
+
+  it.effect("ask: an approval_request carries a Deferred; approving runs the call", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write", "written"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("w", "write")]), turn.text("ok")],
+        [write.tool],
+        { policy: () => ask },
+        answerWith({ approved: true })
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(textOf(results(result.messages)[0]!), "written")
+      const types = run.events.map((e) => e.type).filter((t) => t.startsWith("tool") || t.startsWith("approval"))
+      assert.deepStrictEqual(types, ["approval_request", "tool_start", "tool_end"])
+    }))
+
+  it.effect("ask: a denial with a reason reaches the model; the tool does not run", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("w", "write")]), turn.text("ok")],
+        [write.tool],
+        { policy: () => ask },
+        answerWith({ approved: false, reason: "not now" })
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(textOf(results(result.messages)[0]!), "Tool call was not executed because it was denied: not now")
+      assert.strictEqual(yield* write.executions, 0)
+    }))
+
+  it.effect("an answer with always is remembered for that tool for the rest of the run", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("w1", "write")]), turn.toolCalls([toolCall("w2", "write")]), turn.text("ok")],
+        [write.tool],
+        { policy: () => ask },
+        answerWith({ approved: true, always: true })
+      )
+      const { violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(run.events.filter((e) => e.type === "approval_request").length, 1)
+      assert.strictEqual(yield* write.executions, 2)
+    }))
+
+  it.effect("abort while waiting for approval pairs the call like any aborted call; nothing runs", () =>
+    Effect.gen(function*() {
+      const controller = new AbortController()
+      const write = probeTool(echoTool("write"))
+      const read = probeTool(echoTool("read"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("r", "read"), toolCall("w", "write")])],
+        [read.tool, write.tool],
+        { policy: readOnlyPolicy(["read"]), signal: controller.signal },
+        (event) => {
+          if (event.type === "approval_request") controller.abort()
+        }
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "aborted")
+      const w = results(result.messages).find((r) => r.toolCallId === "w")!
+      assert.deepStrictEqual(w.details, { skipped: true, reason: "aborted" })
+      assert.strictEqual(yield* write.executions, 0)
+      assert.strictEqual(result.steps, 1)
+    }))
+
+  it.effect("readOnlyPolicy: read-only tools run without asking, the others ask", () =>
+    Effect.gen(function*() {
+      const run = yield* start(
+        [turn.toolCalls([toolCall("r", "read"), toolCall("w", "write")]), turn.text("ok")],
+        [readOnly(echoTool("read")), echoTool("write")],
+        { policy: readOnlyPolicy() },
+        answerWith({ approved: true })
+      )
+      const { violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      const asked = run.events.flatMap((e) => e.type === "approval_request" ? [e.call.id] : [])
+      assert.deepStrictEqual(asked, ["w"])
+    }))
+})
+
+describe("execution modes and limits", () => {
+  it.effect("an exclusive write between parallel reads runs alone, in call order", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("read")
+      const writeGate = makeGatedTool("write_gated")
+      const startedOrder: Array<string> = []
+      const run = yield* start(
+        [turn.toolCalls([toolCall("r1", "read"), toolCall("w", "write"), toolCall("r2", "read")]), turn.text("ok")],
+        [gate.tool, exclusiveTool("write", writeGate.tool)],
+        {},
+        (event) => {
+          if (event.type === "tool_start") startedOrder.push(event.call.id)
+        }
+      )
+      yield* gate.started("r1")
+      assert.deepStrictEqual(startedOrder, ["r1"], "the write waits for the read before it")
+      yield* gate.release("r1")
+      yield* writeGate.started("w")
+      assert.deepStrictEqual(startedOrder, ["r1", "w"], "the read after the write waits for it")
+      yield* writeGate.release("w")
+      yield* gate.started("r2")
+      yield* gate.release("r2")
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.deepStrictEqual(results(result.messages).map((r) => r.toolCallId), ["r1", "w", "r2"])
+    }))
+
+  it.effect("non-exclusive neighbours still run in parallel around an exclusive call", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("read")
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "read"), toolCall("b", "read"), toolCall("w", "write")]), turn.text("ok")],
+        [gate.tool, exclusiveTool("write", echoTool("write_inner"))]
+      )
+      yield* gate.started("a")
+      yield* gate.started("b")
+      yield* gate.release("b")
+      yield* gate.release("a")
+      const { violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+    }))
+
+  it.effect("ToolConcurrency caps how many calls run at once; results stay in call order", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("g")
+      const startedIds: Array<string> = []
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g")]), turn.text("ok")],
+        [gate.tool],
+        {},
+        (event) => {
+          if (event.type === "tool_start") startedIds.push(event.call.id)
+        }
+      ).pipe(Effect.provideService(ToolConcurrency, 2))
+      yield* gate.started("a")
+      yield* gate.started("b")
+      assert.deepStrictEqual(startedIds, ["a", "b"])
+      yield* gate.release("b")
+      yield* gate.started("c")
+      yield* gate.release("c")
+      yield* gate.release("a")
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.deepStrictEqual(results(result.messages).map((r) => r.toolCallId), ["a", "b", "c"])
+    }))
+
+  it.effect("a per-tool timeout (TestClock) interrupts one of several parallel calls and says so", () =>
+    Effect.gen(function*() {
+      const slow = probeTool(sleepingTool("slow", "10 seconds"))
+      const slowWithLimit: AnyTool = { ...slow.tool, definition: { ...slow.tool.definition, timeoutMs: 1500 } }
+      const run = yield* start(
+        [turn.toolCalls([toolCall("s", "slow"), toolCall("q", "quick")]), turn.text("ok")],
+        [slowWithLimit, echoTool("quick")]
+      )
+      yield* TestClock.adjust("1500 millis")
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      const [s, q] = results(result.messages)
+      assert.strictEqual(textOf(s!), "Tool \"slow\" timed out after 1s 500ms and was stopped.")
+      assert.deepStrictEqual(s!.details, { timedOut: true, timeoutMs: 1500 })
+      assert.isFalse(q!.isError)
+      assert.deepStrictEqual(yield* slow.abortedSignalIds, ["s"], "the timed-out call's AbortSignal fired")
+    }))
+
+  it.effect("ToolTimeout sets the default limit; a call within it is not cut", () =>
+    Effect.gen(function*() {
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "nap"), toolCall("b", "long")]), turn.text("ok")],
+        [sleepingTool("nap", "1 second"), sleepingTool("long", "1 minute")]
+      ).pipe(Effect.provideService(ToolTimeout, "2 seconds"))
+      yield* TestClock.adjust("2 seconds")
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      const [a, b] = results(result.messages)
+      assert.isFalse(a!.isError)
+      assert.match(textOf(b!), /timed out after 2s/)
+    }))
+})
+
+describe("steering and follow-ups", () => {
+  it.effect("steering arriving mid-batch joins after the batch's results, before the next request", () =>
+    Effect.gen(function*() {
+      const steering = yield* Queue.unbounded<UserMessage>()
+      const gate = makeGatedTool("g")
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "g"), toolCall("b", "g")]), turn.text("ok")],
+        [gate.tool],
+        { steering }
+      )
+      yield* gate.started("a")
+      yield* gate.release("a")
+      yield* Queue.offer(steering, { role: "user", content: "use tabs, not spaces" })
+      yield* gate.release("b")
+      const { result, requests, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.deepStrictEqual(roles(result.messages), ["user", "assistant", "toolResult", "toolResult", "user", "assistant"])
+      assert.deepStrictEqual(roles(requests[1]!.messages), ["user", "assistant", "toolResult", "toolResult", "user"])
+      const announced = run.events.filter((e) => e.type === "user_message")
+      assert.deepStrictEqual(announced, [{ type: "user_message", message: { role: "user", content: "use tabs, not spaces" }, kind: "steering" }])
+    }))
+
+  it.effect("a follow-up restarts the loop when it would otherwise stop", () =>
+    Effect.gen(function*() {
+      const followUps = yield* Queue.unbounded<UserMessage>()
+      yield* Queue.offer(followUps, { role: "user", content: "and now in French" })
+      const run = yield* start([turn.text("hello"), turn.text("bonjour")], [], { followUps })
+      const { result, requests, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "stop")
+      assert.strictEqual(result.steps, 2)
+      assert.deepStrictEqual(roles(result.messages), ["user", "assistant", "user", "assistant"])
+      assert.strictEqual(requests.length, 2)
+      assert.deepStrictEqual(run.events.filter((e) => e.type === "user_message").map((e) => e.type === "user_message" && e.kind), ["followUp"])
+    }))
+
+  it.effect("with no follow-up queued the run stops as usual", () =>
+    Effect.gen(function*() {
+      const followUps = yield* Queue.unbounded<UserMessage>()
+      const run = yield* start([turn.text("hello")], [], { followUps })
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.steps, 1)
+    }))
+})
+
+describe("context hooks", () => {
+  it.effect("transformContext shapes each request; the transcript keeps everything", () =>
+    Effect.gen(function*() {
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "e")]), turn.text("ok")],
+        [echoTool("e")],
+        {
+          messages: [user("old question"), { role: "assistant", content: [{ type: "text", text: "old answer" }], stopReason: "stop" }, user("new question")],
+          transformContext: (messages) => Effect.succeed(messages.slice(2))
+        }
+      )
+      const { result, requests, violations } = yield* run.finish
+      assert.deepStrictEqual(violations.filter((v) => v.invariant !== "consistency"), [])
+      assert.deepStrictEqual(roles(requests[0]!.messages), ["user"])
+      assert.deepStrictEqual(roles(requests[1]!.messages), ["user", "assistant", "toolResult"])
+      assert.strictEqual(result.messages.length, 6)
+    }))
+
+  it.effect("a transform that drops a result ends the run error instead of sending an invalid request", () =>
+    Effect.gen(function*() {
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "e")]), turn.text("never")],
+        [echoTool("e")],
+        { transformContext: (messages) => Effect.succeed(messages.filter((m) => m.role !== "toolResult")) }
+      )
+      const { result, requests, violations } = yield* run.finish
+      assert.deepStrictEqual(violations.filter((v) => v.invariant !== "consistency"), [])
+      assert.strictEqual(result.reason, "error")
+      assert.match(result.error!, /transformContext.*tool call "a" has no result/s)
+      assert.strictEqual(requests.length, 1, "the invalid request was never sent")
+      assert.strictEqual(result.steps, 1)
+    }))
+
+  it.effect("a transform that fails or returns malformed messages ends the run error", () =>
+    Effect.gen(function*() {
+      const failing = yield* start([turn.text("never")], [], { transformContext: () => Effect.die(new Error("compactor broke")) })
+      const a = yield* failing.finish
+      assert.match(a.result.error!, /transformContext failed: compactor broke/)
+      assert.strictEqual(a.requests.length, 0)
+      const malformed = yield* start([turn.text("never")], [], {
+        transformContext: () => Effect.succeed([{ role: "robot" } as unknown as Message])
+      })
+      const b = yield* malformed.finish
+      assert.match(b.result.error!, /transformContext returned an invalid transcript/)
+    }))
+})
+
+describe("usage", () => {
+  it.effect("usage is summed across turns in the result", () =>
+    Effect.gen(function*() {
+      const run = yield* start(
+        [
+          turn.message(assistant("toolUse", { calls: [toolCall("a", "e")], usage: { input: 100, output: 20, cacheRead: 50 } })),
+          turn.text("done", { input: 130, output: 5 })
+        ],
+        [echoTool("e")]
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.deepStrictEqual(result.usage, { input: 230, output: 25, cacheRead: 50, cacheWrite: 0 })
+    }))
+
+  it.effect("a run whose turns report no usage has none", () =>
+    Effect.gen(function*() {
+      const run = yield* start([turn.text("x")], [])
+      const { result } = yield* run.finish
+      assert.isFalse("usage" in result)
+    }))
+})
+
+describe("tracing", () => {
+  it.effect("a span per run, per model turn and per tool call, with attributes", () =>
+    Effect.gen(function*() {
+      const spans: Array<Tracer.NativeSpan> = []
+      const tracer = Tracer.make({
+        span: (options) => {
+          const span = new Tracer.NativeSpan(options)
+          spans.push(span)
+          return span
+        }
+      })
+      const run = yield* start(
+        [
+          turn.message(assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("b", "e")], usage: { input: 7, output: 3 } })),
+          turn.text("ok")
+        ],
+        [echoTool("e")]
+      ).pipe(Effect.withTracer(tracer))
+      const { violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      const named = (name: string) => spans.filter((s) => s.name === name)
+      const [runSpan] = named("agentloop.run")
+      assert.isDefined(runSpan)
+      assert.strictEqual(runSpan!.attributes.get("agentloop.reason"), "stop")
+      assert.strictEqual(runSpan!.attributes.get("agentloop.steps"), 2)
+      assert.strictEqual(runSpan!.attributes.get("agentloop.usage.input"), 7)
+      assert.deepStrictEqual(named("agentloop.turn").map((s) => s.attributes.get("agentloop.step")), [1, 2])
+      const tools = named("agentloop.tool")
+      assert.deepStrictEqual(tools.map((s) => s.attributes.get("agentloop.tool.call_id")).sort(), ["a", "b"])
+      assert.isTrue(tools.every((s) => s.attributes.get("agentloop.tool.name") === "e"))
+      assert.isTrue(tools.every((s) => s.attributes.get("agentloop.tool.outcome") === "ok"))
+      assert.isTrue(tools.every((s) => s.status._tag === "Ended"))
+    }))
+})
