@@ -1,26 +1,22 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Queue, Tracer } from "effect"
+import { Deferred, Effect, Exit, Queue, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import {
   allow,
   ask,
-  callbackSinkLayer,
   deny,
   readOnlyPolicy,
-  runAgentLoop,
   ToolConcurrency,
-  ToolTimeout,
-  toolExecutorLayer
+  ToolTimeout
 } from "@agentloop/core"
 import type { AgentLoopOptions, AnyTool, ApprovalAnswer, LoopEvent, Message, UserMessage } from "@agentloop/core"
 import {
   assistant,
-  checkInvariants,
   echoTool,
   makeGatedTool,
-  makeScriptedModel,
   probeTool,
   sleepingTool,
+  startScripted,
   toolCall,
   turn,
   user
@@ -28,32 +24,13 @@ import {
 import type { ScriptedTurn } from "@agentloop/testkit"
 import { results, roles, textOf } from "./helpers.ts"
 
-/** Starts a run with a live sink; `onEvent` may answer approvals or push messages. */
+/** Starts a scripted run in the background; `onEvent` may answer approvals or push messages. */
 const start = (
   script: ReadonlyArray<ScriptedTurn>,
   tools: ReadonlyArray<AnyTool>,
   options: Partial<AgentLoopOptions> = {},
   onEvent: (event: LoopEvent) => void = () => {}
-) =>
-  Effect.gen(function*() {
-    const model = yield* makeScriptedModel(script)
-    const events: Array<LoopEvent> = []
-    const sink = callbackSinkLayer((event) => {
-      events.push(event)
-      onEvent(event)
-    })
-    const input: ReadonlyArray<Message> = options.messages ?? [user("go")]
-    const fiber = yield* runAgentLoop({ ...options, messages: input }).pipe(
-      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer(tools))),
-      Effect.forkChild
-    )
-    const finish = Effect.gen(function*() {
-      const result = yield* Fiber.join(fiber)
-      const requests = yield* model.requests
-      return { result, requests, violations: checkInvariants({ input, result, events, requests }) }
-    })
-    return { fiber, events, finish, model }
-  })
+) => startScripted(script, { ...options, tools, onEvent })
 
 const exclusiveTool = (name: string, inner: AnyTool): AnyTool => ({
   ...inner,

@@ -13,6 +13,7 @@ import {
   probeTool,
   runScripted,
   sleepingTool,
+  startScripted,
   toolCall,
   turn,
   user
@@ -20,39 +21,13 @@ import {
 import type { ScriptedTurn } from "@agentloop/testkit"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
 
-/** Runs with a live callback sink (`onEvent` may abort), forked, so the test can act while it runs. */
+/** Starts a scripted run in the background; `onEvent` may abort. */
 const start = (
   script: ReadonlyArray<ScriptedTurn>,
   tools: ReadonlyArray<AnyTool>,
   options: Partial<AgentLoopOptions> = {},
   onEvent: (event: LoopEvent) => void = () => {}
-) =>
-  Effect.gen(function*() {
-    const model = yield* makeScriptedModel(script)
-    const events: Array<LoopEvent> = []
-    const waiters: Array<{ test: (event: LoopEvent) => boolean; done: Deferred.Deferred<void> }> = []
-    const sink = callbackSinkLayer((event) => {
-      events.push(event)
-      onEvent(event)
-      for (const w of waiters) if (w.test(event)) Deferred.doneUnsafe(w.done, Exit.void)
-    })
-    /** Waits (on a Deferred, no polling) until an event matching `test` has been emitted. */
-    const awaitEvent = (test: (event: LoopEvent) => boolean) =>
-      Effect.suspend(() => {
-        if (events.some(test)) return Effect.void
-        const done = Deferred.makeUnsafe<void>()
-        waiters.push({ test, done })
-        return Deferred.await(done)
-      })
-    const input = options.messages ?? [user("go")]
-    const fiber = yield* runAgentLoop({ ...options, messages: input }).pipe(
-      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer(tools))),
-      Effect.forkChild
-    )
-    const check = (result?: Parameters<typeof checkInvariants>[0]["result"]) =>
-      Effect.map(model.requests, (requests) => checkInvariants({ input, result, events, requests }))
-    return { fiber, events, model, check, awaitEvent }
-  })
+) => startScripted(script, { ...options, tools, onEvent })
 
 describe("cancellation", () => {
   it.effect("aborted before the run starts: the model is never called, steps 0, reason aborted", () =>

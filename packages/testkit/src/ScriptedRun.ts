@@ -4,14 +4,14 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer } from "effect"
-import { runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { callbackSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentLoopOptions, AgentRunResult, AnyTool, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
 import { checkInvariants } from "./Invariants.ts"
 import type { InvariantViolation } from "./Invariants.ts"
 import { makeRecordingSink } from "./RecordingSink.ts"
 import { makeScriptedModel } from "./ScriptedModel.ts"
-import type { ScriptedTurn } from "./ScriptedModel.ts"
+import type { ScriptedModel, ScriptedTurn } from "./ScriptedModel.ts"
 
 /**
  * @since 0.1.0
@@ -60,4 +60,70 @@ export const runScripted = (
     const events = yield* sink.events
     const requests = yield* model.requests
     return { result, events, requests, violations: checkInvariants({ input: messages, result, events, requests }) }
+  })
+
+/**
+ * A scripted run started in the background, for tests that act while it runs (release gates,
+ * abort, answer approvals, push steering messages).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LiveScriptedRun {
+  readonly fiber: Fiber.Fiber<AgentRunResult>
+  /** The events so far (a live array). */
+  readonly events: ReadonlyArray<LoopEvent>
+  readonly model: ScriptedModel
+  /** Waits, on a Deferred (no polling), until an event matching `test` has been emitted. */
+  readonly awaitEvent: (test: (event: LoopEvent) => boolean) => Effect.Effect<void>
+  /** Violations found so far (give the result once there is one). */
+  readonly check: (result?: AgentRunResult) => Effect.Effect<ReadonlyArray<InvariantViolation>>
+  /** Joins the run and checks it. */
+  readonly finish: Effect.Effect<ScriptedRun>
+}
+
+/**
+ * Starts `runAgentLoop` against `script` in a child fiber, with a live sink that calls `onEvent`
+ * for each event (it may abort, answer an approval, push a message...).
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const startScripted = (
+  script: ReadonlyArray<ScriptedTurn>,
+  setup: {
+    readonly tools?: ReadonlyArray<AnyTool>
+    readonly onEvent?: (event: LoopEvent) => void
+  } & Partial<AgentLoopOptions> = {}
+): Effect.Effect<LiveScriptedRun> =>
+  Effect.gen(function*() {
+    const { tools, onEvent, ...options } = setup
+    const model = yield* makeScriptedModel(script)
+    const events: Array<LoopEvent> = []
+    const waiters: Array<{ readonly test: (event: LoopEvent) => boolean; readonly done: Deferred.Deferred<void> }> = []
+    const sink = callbackSinkLayer((event) => {
+      events.push(event)
+      onEvent?.(event)
+      for (const w of waiters) if (w.test(event)) Deferred.doneUnsafe(w.done, Exit.void)
+    })
+    const awaitEvent = (test: (event: LoopEvent) => boolean) =>
+      Effect.suspend(() => {
+        if (events.some(test)) return Effect.void
+        const done = Deferred.makeUnsafe<void>()
+        waiters.push({ test, done })
+        return Deferred.await(done)
+      })
+    const input = options.messages ?? [user("go")]
+    const fiber = yield* runAgentLoop({ ...options, messages: input }).pipe(
+      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer(tools ?? []) as Layer.Layer<Executor>)),
+      Effect.forkChild
+    )
+    const check = (result?: AgentRunResult) =>
+      Effect.map(model.requests, (requests) => checkInvariants({ input, result, events, requests }))
+    const finish = Effect.gen(function*() {
+      const result = yield* Fiber.join(fiber)
+      const requests = yield* model.requests
+      return { result, events, requests, violations: checkInvariants({ input, result, events, requests }) }
+    })
+    return { fiber, events, model, awaitEvent, check, finish }
   })

@@ -32,6 +32,8 @@ export interface BatchSettings {
   readonly definitions: ReadonlyMap<string, ToolDefinition>
   readonly concurrency: number | "unbounded"
   readonly defaultTimeout: Duration.Input | undefined
+  /** Make a span per call (a tracing backend is installed). */
+  readonly traced: boolean
 }
 
 const interruptedResult = (call: ToolCall): ToolResultMessage =>
@@ -106,6 +108,15 @@ const runCall = (
     })
   })
 
+/** The call's span, `agentloop.tool`, with its outcome. */
+const traceCall = (call: ToolCall, ran: Effect.Effect<ToolResultMessage>) =>
+  ran.pipe(
+    Effect.tap((result) => Effect.annotateCurrentSpan("agentloop.tool.outcome", result.isError ? "error" : "ok")),
+    Effect.withSpan("agentloop.tool", {
+      attributes: { "agentloop.tool.name": call.name, "agentloop.tool.call_id": call.id }
+    })
+  )
+
 /** Groups call indices into stages: a run of non-exclusive calls, or one exclusive call. */
 const stagesOf = (calls: ReadonlyArray<ToolCall>, definitions: ReadonlyMap<string, ToolDefinition>) => {
   const stages: Array<Array<number>> = []
@@ -167,23 +178,16 @@ export const runBatch = (
         started[index] = true
         const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
         const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
-        return Effect.andThen(emit({ type: "tool_start", call }), runCall(executor, call, emit, timeout)).pipe(
-          Effect.tap((result) =>
-            Effect.annotateCurrentSpan("agentloop.tool.outcome", result.isError ? "error" : "ok")
-          ),
-          Effect.withSpan("agentloop.tool", {
-            attributes: { "agentloop.tool.name": call.name, "agentloop.tool.call_id": call.id }
-          }),
-          Effect.flatMap((result) => finish(index, result))
-        )
+        const ran = Effect.andThen(emit({ type: "tool_start", call }), runCall(executor, call, emit, timeout))
+        return Effect.flatMap(settings.traced ? traceCall(call, ran) : ran, (result) => finish(index, result))
       })
     })
 
-  const stages = stagesOf(calls, definitions)
+  // a batch of one call runs in the run's own fiber (forking one child to join it at once buys nothing)
   const batch = calls.length === 1 ?
     one(0) :
     Effect.forEach(
-      stages,
+      stagesOf(calls, definitions),
       (stage) =>
         stage.length === 1 ? one(stage[0]!) : Effect.forEach(stage, one, { concurrency: settings.concurrency, discard: true }),
       { discard: true }

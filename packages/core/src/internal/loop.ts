@@ -5,7 +5,7 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Channel, Effect, Exit, Queue, Schema } from "effect"
+import { Cause, Channel, Effect, Exit, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
 import type { ModelError } from "../Errors.ts"
@@ -228,9 +228,12 @@ const shapeContext = (
 
 const decodeMessage = Schema.decodeUnknownExit(Message)
 
-/** One model turn, with its span. */
-const turnSpan = (step: number) =>
-  Effect.withSpan("agentloop.turn", { attributes: { "agentloop.step": step } })
+/**
+ * Whether a tracing backend is installed. Spans for turns and tool calls cost several
+ * microseconds each; with effect's built-in tracer nobody can see them, so they are skipped (as
+ * effect's own `Tracer.nativeTracer` documentation suggests).
+ */
+const tracingBackend = Effect.map(Tracer.Tracer, (tracer) => tracer !== Tracer.nativeTracer)
 
 const drive = (
   options: AgentLoopOptions,
@@ -264,7 +267,8 @@ const drive = (
       remembered: new Map<string, ApprovalAnswer>(),
       definitions: new Map(executor.definitions.map((d) => [d.name, d])),
       concurrency: yield* ToolConcurrency,
-      defaultTimeout: yield* ToolTimeout
+      defaultTimeout: yield* ToolTimeout,
+      traced: yield* tracingBackend
     }
     while (true) {
       if (signal?.aborted) return { reason: "aborted" }
@@ -282,7 +286,10 @@ const drive = (
       const request: ModelRequest = systemPrompt === undefined ?
         { messages, tools: executor.definitions } :
         { systemPrompt, messages, tools: executor.definitions }
-      const turn = yield* turnSpan(state.steps)(streamTurn(model, request, emit, signal))
+      const streamed = streamTurn(model, request, emit, signal)
+      const turn = yield* (batch.traced ?
+        Effect.withSpan(streamed, "agentloop.turn", { attributes: { "agentloop.step": state.steps } }) :
+        streamed)
       if (turn._tag === "Ended") return turn.outcome
       const message = turn.message
       const calls = toolCallsOf(message)
