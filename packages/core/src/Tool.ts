@@ -151,14 +151,27 @@ export const defineTool = <A, R = never>(config: {
   readonly description: string
   readonly parameters: Schema.Decoder<A>
   readonly execute: (args: A, context: ToolContext) => Effect.Effect<ToolOutput, ToolError, R>
+  /** The tool changes nothing (see `readOnlyPolicy`). */
+  readonly readOnly?: boolean | undefined
+  /** Calls run alone, in call order (see `ToolDefinition`). */
+  readonly exclusive?: boolean | undefined
+  /** A call still running after this many milliseconds is stopped with a timeout error. */
+  readonly timeoutMs?: number | undefined
 }): Tool<A, R> => {
-  if (config.name.length === 0) throw new Error("agentloop: a tool needs a non-empty name")
+  const { readOnly, exclusive, timeoutMs, ...tool } = config
+  if (tool.name.length === 0) throw new Error("agentloop: a tool needs a non-empty name")
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw new Error(`agentloop: the timeoutMs of tool "${tool.name}" must be a positive number of milliseconds`)
+  }
   return {
-    ...config,
+    ...tool,
     definition: {
-      name: config.name,
-      description: config.description,
-      parameters: parametersJsonSchema(config.name, config.parameters)
+      name: tool.name,
+      description: tool.description,
+      parameters: parametersJsonSchema(tool.name, tool.parameters),
+      ...(readOnly === undefined ? {} : { readOnly }),
+      ...(exclusive === undefined ? {} : { exclusive }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs })
     }
   }
 }

@@ -77,6 +77,32 @@ describe("tool definitions (JSON Schema for providers)", () => {
   })
 })
 
+describe("tool traits", () => {
+  it("readOnly, exclusive and timeoutMs go into the definition the loop reads", () => {
+    const tool = defineTool({
+      name: "w",
+      description: "",
+      parameters: Schema.Struct({}),
+      execute: () => Effect.succeed(""),
+      exclusive: true,
+      timeoutMs: 5000
+    })
+    assert.strictEqual(tool.definition.exclusive, true)
+    assert.strictEqual(tool.definition.timeoutMs, 5000)
+    assert.isFalse("readOnly" in tool.definition)
+    assert.isFalse("exclusive" in read.definition)
+  })
+
+  it("a timeoutMs that is not a positive number is refused when the tool is defined", () => {
+    for (const timeoutMs of [0, -1, Number.NaN]) {
+      assert.throws(
+        () => defineTool({ name: "t", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed(""), timeoutMs }),
+        /timeoutMs of tool "t" must be a positive number/
+      )
+    }
+  })
+})
+
 describe("the executor built from tools", () => {
   it.effect("decodes arguments and answers with a result carrying the call's id and name", () =>
     Effect.gen(function*() {

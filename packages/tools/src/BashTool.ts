@@ -51,6 +51,7 @@ const signalOf = (error: PlatformError.PlatformError): string | undefined => {
  */
 export const bashTool = defineTool({
   name: "bash",
+  exclusive: true,
   description: "Run a bash command in the workspace root and return its combined stdout and stderr. " +
     `Long output keeps its first ${BASH_OUTPUT_HEAD / 1000}k and last ${BASH_OUTPUT_TAIL / 1000}k characters. ` +
     `Times out after ${BASH_DEFAULT_TIMEOUT_SECONDS} s unless timeout is given; on timeout every process it ` +

@@ -28,6 +28,7 @@ const countOccurrences = (text: string, needle: string): number => {
  */
 export const editTool = defineTool({
   name: "edit",
+  exclusive: true,
   description: "Replace exact text in a file. oldText must match the file exactly (whitespace included) and occur " +
     "exactly once, unless replaceAll is true. Read the file first. Returns a diff of the change.",
   parameters: Schema.Struct({

@@ -44,6 +44,7 @@ const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
  */
 export const readTool = defineTool({
   name: "read",
+  readOnly: true,
   description: `Read a file in the workspace. Text comes back with line numbers (at most ${READ_MAX_LINES} lines or ` +
     `${READ_MAX_BYTES / 1024} KB per call; use offset and limit to read on). Images (png, jpeg, gif, webp) come back ` +
     "as images. Binary files are refused.",

@@ -17,6 +17,7 @@ import { Workspace } from "./Workspace.ts"
  */
 export const writeTool = defineTool({
   name: "write",
+  exclusive: true,
   description: "Create or overwrite a file in the workspace with the given content. Parent folders are created. " +
     "The write is atomic: the file is either fully written or left as it was.",
   parameters: Schema.Struct({

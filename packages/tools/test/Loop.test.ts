@@ -7,6 +7,13 @@ import { codingTools, workspaceLayer } from "@agentloop/tools"
 import { node } from "./helpers.ts"
 
 describe("the coding tools through the loop", () => {
+  it("read is read-only; write, edit and bash run alone (exclusive)", () => {
+    assert.deepStrictEqual(
+      codingTools.map((t) => [t.name, t.definition.readOnly === true, t.definition.exclusive === true]),
+      [["read", true, false], ["write", false, true], ["edit", false, true], ["bash", false, true]]
+    )
+  })
+
   it.effect("read, edit, bash and a refused path in one session keep every invariant", () =>
     Effect.scoped(Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem
