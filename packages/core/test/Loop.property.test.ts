@@ -4,10 +4,10 @@
  * `checkInvariants`), nothing runs twice and nothing runs from a turn that must not execute.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue } from "effect"
 import * as fc from "fast-check"
-import { callbackSinkLayer, runAgentLoop, ToolError, toolExecutorLayer } from "@agentloop/core"
-import type { AgentRunResult, LoopEvent, Message, ToolCall } from "@agentloop/core"
+import { allow, ask, callbackSinkLayer, deny, runAgentLoop, ToolConcurrency, ToolError, toolExecutorLayer } from "@agentloop/core"
+import type { AgentRunResult, LoopEvent, Message, ToolCall, ToolPolicy, UserMessage } from "@agentloop/core"
 import { assistant, checkInvariants, fakeTool, makeScriptedModel, probeTool, toolCall, turn, user } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
 
@@ -37,7 +37,16 @@ const caseSpec = fc.record({
     fc.record({ kind: fc.constant("abort" as const), atEvent: fc.nat({ max: 25 }) }),
     fc.record({ kind: fc.constant("interrupt" as const), atEvent: fc.nat({ max: 25 }) })
   ),
-  danglingInput: fc.boolean()
+  danglingInput: fc.boolean(),
+  // the control features (issue 5) must not weaken any invariant either
+  control: fc.record({
+    policy: fc.constantFrom("none", "denyFailing", "askApprove", "askDeny", "askNever"),
+    exclusive: fc.boolean(),
+    concurrency: fc.constantFrom<number | "unbounded">("unbounded", 1, 2),
+    timeoutMs: fc.option(fc.integer({ min: 1, max: 3 }), { nil: undefined }),
+    steerAt: fc.option(fc.nat({ max: 20 }), { nil: undefined }),
+    followUp: fc.boolean()
+  })
 })
 type CaseSpec = typeof caseSpec extends fc.Arbitrary<infer A> ? A : never
 
@@ -103,12 +112,38 @@ const runCase = (spec: CaseSpec) =>
     const script = spec.turns.map(scripted)
     const executable = new Set(script.flatMap((s) => s.executable))
     const model = yield* makeScriptedModel(script.map((s) => s.turn))
-    const probe = probeTool(fakeTool("t", (args) => behaviour(args)))
+    const { control } = spec
+    const base = fakeTool("t", (args) => behaviour(args))
+    const probe = probeTool({
+      ...base,
+      definition: {
+        ...base.definition,
+        ...(control.exclusive ? { exclusive: true } : {}),
+        // a limit in milliseconds of real time never fires here: the tools only yield
+        ...(control.timeoutMs === undefined ? {} : { timeoutMs: control.timeoutMs * 60_000 })
+      }
+    })
+    const steering = yield* Queue.unbounded<UserMessage>()
+    const followUps = yield* Queue.unbounded<UserMessage>()
+    if (control.followUp) yield* Queue.offer(followUps, { role: "user", content: "one more thing" })
+    const policy: ToolPolicy | undefined = control.policy === "none" ?
+      undefined :
+      control.policy === "denyFailing" ?
+      (call) => call.arguments["outcome"] === "fail" ? deny("no failures allowed") : allow :
+      () => ask
     const controller = new AbortController()
     const trigger = yield* Deferred.make<void>()
+    const asked = yield* Deferred.make<void>()
     const events: Array<LoopEvent> = []
     const sink = callbackSinkLayer((event) => {
       events.push(event)
+      if (event.type === "approval_request") {
+        if (control.policy === "askNever") Deferred.doneUnsafe(asked, Exit.void)
+        else Deferred.doneUnsafe(event.answer, Exit.succeed({ approved: control.policy === "askApprove" }))
+      }
+      if (control.steerAt !== undefined && events.length === control.steerAt) {
+        Queue.offerUnsafe(steering, { role: "user", content: "steer" })
+      }
       if (spec.stop.kind !== "none" && events.length === spec.stop.atEvent) {
         if (spec.stop.kind === "abort") controller.abort()
         else Deferred.doneUnsafe(trigger, Exit.void)
@@ -117,12 +152,25 @@ const runCase = (spec: CaseSpec) =>
     if (spec.stop.kind === "abort" && spec.stop.atEvent === 0) controller.abort()
     const input: Array<Message> = [user("go")]
     if (spec.danglingInput) input.push(assistant("toolUse", { calls: [toolCall("old1", "t"), toolCall("old2", "t")] }))
-    const fiber = yield* runAgentLoop({ messages: input, maxSteps: spec.maxSteps, signal: controller.signal }).pipe(
+    const fiber = yield* runAgentLoop({
+      messages: input,
+      maxSteps: spec.maxSteps,
+      signal: controller.signal,
+      steering,
+      followUps,
+      ...(policy === undefined ? {} : { policy })
+    }).pipe(
       Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer([probe.tool]))),
+      Effect.provideService(ToolConcurrency, control.concurrency),
       Effect.forkChild
     )
     let result: AgentRunResult | undefined
-    if (spec.stop.kind === "interrupt") {
+    if (control.policy === "askNever") {
+      // nobody answers: the run waits on the approval; interrupting it must still pair every call
+      yield* Effect.raceFirst(Effect.asVoid(Fiber.await(fiber)), Deferred.await(asked))
+      const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
+      if (Exit.isSuccess(exit)) result = exit.value
+    } else if (spec.stop.kind === "interrupt") {
       yield* Effect.raceFirst(Deferred.await(trigger), Effect.asVoid(Fiber.await(fiber)))
       const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
       if (Exit.isSuccess(exit)) result = exit.value
@@ -134,6 +182,9 @@ const runCase = (spec: CaseSpec) =>
     const executed = yield* probe.executedIds
     if (new Set(executed).size !== executed.length) violations.push(`a call executed twice: ${executed.join(",")}`)
     for (const id of executed) if (!executable.has(id)) violations.push(`call ${id} executed from a non-executing turn`)
+    if (control.policy === "askDeny" || control.policy === "askNever") {
+      if (executed.length > 0) violations.push(`denied or unanswered calls executed: ${executed.join(",")}`)
+    }
     if (requests.length > spec.maxSteps) violations.push(`${requests.length} requests for maxSteps ${spec.maxSteps}`)
     if (spec.stop.kind === "abort" && spec.stop.atEvent === 0 && requests.length > 0) violations.push("pre-aborted run called the model")
     if (result !== undefined && result.messages.length < input.length) violations.push("the transcript lost input messages")
