@@ -185,6 +185,17 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             drawStatus(now)
             return
           }
+          case "approval_request": {
+            println(style.yellow(`? ${describeCall(event.call)} is waiting for approval`))
+            return
+          }
+          case "user_message": {
+            const text = typeof event.message.content === "string" ?
+              event.message.content :
+              event.message.content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ")
+            println(`${style.dim(event.kind === "steering" ? "steering" : "follow-up")} ${oneLine(text, 100)}`)
+            return
+          }
           case "turn_end": {
             const color = event.reason === "stop" ? style.green : event.reason === "error" ? style.red : style.yellow
             println(color(`■ run ended: ${event.reason} after ${event.steps} step(s)${event.error ? ` — ${event.error}` : ""}`))

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect } from "effect"
 import type { LoopEvent } from "@agentloop/core"
 import { assistant, toolCall } from "@agentloop/testkit"
 import { makeRenderer, makeStyle, wantsColor } from "@agentloop/cli"
@@ -54,6 +54,15 @@ describe("renderer", () => {
       assert.include(out, "\u001b[31m✗\u001b[0m")
       assert.include(out, "\u001b[31m■ run ended: error")
     }))
+
+  it.effect("approval requests and steering messages get a line each", () =>
+    Effect.scoped(Effect.gen(function*() {
+      let out = ""
+      const renderer = yield* makeRenderer({ write: (t) => void (out += t), style: makeStyle(false), live: false })
+      yield* renderer.render({ type: "approval_request", call, answer: Deferred.makeUnsafe() })
+      yield* renderer.render({ type: "user_message", message: { role: "user", content: "use tabs" }, kind: "steering" })
+      assert.strictEqual(out, "? bash npm test is waiting for approval\nsteering use tabs\n")
+    })))
 
   it("colour only on a terminal without NO_COLOR or TERM=dumb", () => {
     assert.isTrue(wantsColor(true, {}))
