@@ -283,6 +283,19 @@ describe("steering and follow-ups", () => {
       assert.deepStrictEqual(run.events.filter((e) => e.type === "user_message").map((e) => e.type === "user_message" && e.kind), ["followUp"])
     }))
 
+  it.effect("a malformed steering message ends the run error naming it; nothing invalid joins the transcript", () =>
+    Effect.gen(function*() {
+      const steering = yield* Queue.unbounded<UserMessage>()
+      yield* Queue.offer(steering, { role: "user" } as unknown as UserMessage)
+      const run = yield* start([turn.text("never")], [], { steering })
+      const { result, requests, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "error")
+      assert.match(result.error!, /bad input: a steering message is not a valid user message: .*content/s)
+      assert.strictEqual(requests.length, 0)
+      assert.deepStrictEqual(roles(result.messages), ["user"])
+    }))
+
   it.effect("with no follow-up queued the run stops as usual", () =>
     Effect.gen(function*() {
       const followUps = yield* Queue.unbounded<UserMessage>()

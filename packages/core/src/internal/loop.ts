@@ -12,7 +12,7 @@ import type { ModelError } from "../Errors.ts"
 import { Executor } from "../Executor.ts"
 import type { ExecutorShape } from "../Executor.ts"
 import type { LoopEvent, RunReason } from "../LoopEvent.ts"
-import { Message, toolCallsOf } from "../Message.ts"
+import { Message, toolCallsOf, UserMessage as UserMessageSchema } from "../Message.ts"
 import type { AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage } from "../Message.ts"
 import { Model, ToolDefinition } from "../Model.ts"
 import type { ModelEvent, ModelRequest } from "../Model.ts"
@@ -196,6 +196,21 @@ const appendUserMessages = (
     return Effect.forEach(messages, (message) => emit({ type: "user_message", message, kind }), { discard: true })
   }))
 
+const decodeUserMessage = Schema.decodeUnknownExit(UserMessageSchema)
+
+/** The first pushed message that is not a valid user message, as an error, if any. */
+const checkPushed = (messages: ReadonlyArray<unknown>, kind: "steering" | "followUp"): string | undefined => {
+  for (const message of messages) {
+    const exit = decodeUserMessage(message)
+    if (Exit.isFailure(exit)) {
+      return `bad input: a ${kind === "steering" ? "steering" : "follow-up"} message is not a valid user message: ${
+        describeCause(exit.cause)
+      }`
+    }
+  }
+  return undefined
+}
+
 /** Everything in a queue right now (nothing when there is no queue). */
 const drain = (queue: Queue.Dequeue<UserMessage> | undefined): Effect.Effect<ReadonlyArray<UserMessage>> =>
   queue === undefined ? Effect.succeed([]) : Effect.map(Queue.clear(queue), (items) => items as ReadonlyArray<UserMessage>)
@@ -274,7 +289,11 @@ const drive = (
       if (signal?.aborted) return { reason: "aborted" }
       // the safe boundary: every call so far is answered, the next request is not built yet
       const steered = yield* drain(steering)
-      if (steered.length > 0) yield* appendUserMessages(state, emit, steered, "steering")
+      if (steered.length > 0) {
+        const bad = checkPushed(steered, "steering")
+        if (bad !== undefined) return { reason: "error", error: bad }
+        yield* appendUserMessages(state, emit, steered, "steering")
+      }
       if (state.steps >= maxSteps) return { reason: "maxSteps" }
       let messages: ReadonlyArray<Message> = state.transcript.slice()
       if (transformContext !== undefined) {
@@ -314,6 +333,8 @@ const drive = (
           // steering that came too late for this turn, then follow-ups, restart the run
           const more = [...yield* drain(steering), ...yield* drain(followUps)]
           if (more.length > 0) {
+            const bad = checkPushed(more, "followUp")
+            if (bad !== undefined) return { reason: "error", error: bad }
             yield* appendUserMessages(state, emit, more, "followUp")
             continue
           }
