@@ -20,7 +20,7 @@ import type { EventSink, Message, ModelEvent, ToolCall } from "@agentloop/core"
 import { floor } from "./contenders/floor.ts"
 import { pi } from "./contenders/pi.ts"
 import { median } from "./measure.ts"
-import { makeHistory, TOOL_NAME } from "./workloads.ts"
+import { makeHistoryMessages, TOOL_NAME } from "./workloads.ts"
 
 /**
  * One line of the breakdown.
@@ -198,28 +198,7 @@ export const runBreakdown = async (): Promise<Array<BreakdownLine>> => {
   )
 
   // (d): validating the input transcript
-  const history = makeHistory(20_000).map((entry): Message => {
-    switch (entry.kind) {
-      case "user":
-        return { role: "user", content: entry.text }
-      case "call":
-        return {
-          role: "assistant",
-          content: [{ type: "toolCall", id: entry.id, name: TOOL_NAME, arguments: { i: entry.i } }],
-          stopReason: "toolUse"
-        }
-      case "result":
-        return {
-          role: "toolResult",
-          toolCallId: entry.id,
-          toolName: TOOL_NAME,
-          content: [{ type: "text", text: entry.text }],
-          isError: false
-        }
-      case "answer":
-        return { role: "assistant", content: [{ type: "text", text: entry.text }], stopReason: "stop" }
-    }
-  })
+  const history = makeHistoryMessages(20_000)
   add(
     "prepareTranscript (check and copy) of 20,000 messages",
     await measure(async () => prepareTranscript(history), 1, 60, 30),

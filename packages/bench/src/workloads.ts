@@ -10,6 +10,7 @@
  *
  * @since 0.1.0
  */
+import type { Message } from "@agentloop/core"
 
 /**
  * What one run did, to check that every contender did the same work (never a timing).
@@ -169,3 +170,33 @@ export const makeHistory = (size: number): Array<HistoryEntry> => {
   }
   return out
 }
+
+/**
+ * The history of workload (d) as agentloop messages (the floor and agentloop both read them).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeHistoryMessages = (size: number): Array<Message> =>
+  makeHistory(size).map((entry): Message => {
+    switch (entry.kind) {
+      case "user":
+        return { role: "user", content: entry.text }
+      case "call":
+        return {
+          role: "assistant",
+          content: [{ type: "toolCall", id: entry.id, name: TOOL_NAME, arguments: { i: entry.i } }],
+          stopReason: "toolUse"
+        }
+      case "result":
+        return {
+          role: "toolResult",
+          toolCallId: entry.id,
+          toolName: TOOL_NAME,
+          content: [{ type: "text", text: entry.text }],
+          isError: false
+        }
+      case "answer":
+        return { role: "assistant", content: [{ type: "text", text: entry.text }], stopReason: "stop" }
+    }
+  })

@@ -13,7 +13,7 @@ import {
   DELTA,
   echoOutput,
   FINAL_TEXT,
-  makeHistory,
+  makeHistoryMessages,
   PROMPT,
   TOOL_NAME
 } from "../workloads.ts"
@@ -159,24 +159,7 @@ export const agentloop: Contender = {
   },
   toolBatch: (calls, probe) => prepare([toolTurn(0, calls), finalTurn()], [prompt], probe),
   longTranscript: (history, probe) => {
-    const messages: Array<Message> = makeHistory(history).map((entry): Message => {
-      switch (entry.kind) {
-        case "user":
-          return { role: "user", content: entry.text }
-        case "call":
-          return { role: "assistant", content: [toolCall(entry.id, entry.i)], stopReason: "toolUse" }
-        case "result":
-          return {
-            role: "toolResult",
-            toolCallId: entry.id,
-            toolName: TOOL_NAME,
-            content: [{ type: "text", text: entry.text }],
-            isError: false
-          }
-        case "answer":
-          return { role: "assistant", content: [{ type: "text", text: entry.text }], stopReason: "stop" }
-      }
-    })
+    const messages: Array<Message> = makeHistoryMessages(history)
     messages.push(prompt)
     return prepare([toolTurn(0, 1), finalTurn()], messages, probe)
   }

@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import type { AssistantMessage, Message, ModelEvent, ToolCall, ToolResultMessage } from "@agentloop/core"
-import { callId, DELTA, echoOutput, FINAL_TEXT, makeHistory, PROMPT, TOOL_NAME } from "../workloads.ts"
+import { callId, DELTA, echoOutput, FINAL_TEXT, makeHistoryMessages, PROMPT, TOOL_NAME } from "../workloads.ts"
 import type { Contender, Prepared, Probe } from "../workloads.ts"
 
 type Turn = ReadonlyArray<ModelEvent>
@@ -115,24 +115,7 @@ export const floor: Contender = {
   },
   toolBatch: (calls, probe) => prepare([toolTurn(0, calls), finalTurn()], [prompt], probe),
   longTranscript: (history, probe) => {
-    const messages: Array<Message> = makeHistory(history).map((entry): Message => {
-      switch (entry.kind) {
-        case "user":
-          return { role: "user", content: entry.text }
-        case "call":
-          return { role: "assistant", content: [toolCall(entry.id, entry.i)], stopReason: "toolUse" }
-        case "result":
-          return {
-            role: "toolResult",
-            toolCallId: entry.id,
-            toolName: TOOL_NAME,
-            content: [{ type: "text", text: entry.text }],
-            isError: false
-          }
-        case "answer":
-          return { role: "assistant", content: [{ type: "text", text: entry.text }], stopReason: "stop" }
-      }
-    })
+    const messages: Array<Message> = makeHistoryMessages(history)
     messages.push(prompt)
     return prepare([toolTurn(0, 1), finalTurn()], messages, probe)
   }
