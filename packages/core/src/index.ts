@@ -7,6 +7,7 @@
  */
 export * from "./AgentLoop.ts"
 export * from "./AgentRun.ts"
+export * from "./Batch.ts"
 export * from "./Decision.ts"
 export * from "./Errors.ts"
 export * from "./EventSink.ts"

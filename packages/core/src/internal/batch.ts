@@ -11,14 +11,15 @@
  *   finalizer answers every call left (interrupted, or skipped when it never started) before
  *   anything else can look at the results.
  */
-import { Cause, Deferred, Duration, Effect, Exit, Option } from "effect"
+import { Deferred, Duration, Effect, Exit, Option } from "effect"
+import { batchStages, deniedResult, interruptedResult, resultOfExit, timedOutResult } from "../Batch.ts"
 import type { ExecutorShape, ToolContext } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
 import { decide } from "../Policy.ts"
 import type { ApprovalAnswer, ToolPolicy } from "../Policy.ts"
-import { checkToolResult, errorResult, skippedResult } from "../Transcript.ts"
-import { awaitAbort, describeCause } from "./common.ts"
+import { skippedResult } from "../Transcript.ts"
+import { awaitAbort } from "./common.ts"
 import type { Emit } from "./common.ts"
 
 /** What a batch needs from its run. */
@@ -34,37 +35,6 @@ export interface BatchSettings {
   readonly defaultTimeout: Duration.Input | undefined
   /** Make a span per call (a tracing backend is installed). */
   readonly traced: boolean
-}
-
-const interruptedResult = (call: ToolCall): ToolResultMessage =>
-  errorResult(call, "Tool call was interrupted before it finished.", { interrupted: true })
-
-const deniedResult = (call: ToolCall, reason: string | undefined): ToolResultMessage =>
-  reason === undefined ?
-    skippedResult(call, "denied") :
-    errorResult(call, `Tool call was not executed because it was denied: ${reason}`, {
-      skipped: true,
-      reason: "denied",
-      denial: reason
-    })
-
-const timedOutResult = (call: ToolCall, timeout: Duration.Duration): ToolResultMessage =>
-  errorResult(call, `Tool "${call.name}" timed out after ${Duration.format(timeout)} and was stopped.`, {
-    timedOut: true,
-    timeoutMs: Duration.toMillis(timeout)
-  })
-
-/** Turns everything `execute` can do (succeed, fail, die, throw, be interrupted) into a result for `call`. */
-const resultOf = (call: ToolCall, exit: Exit.Exit<unknown, unknown>): ToolResultMessage => {
-  if (Exit.isSuccess(exit)) return checkToolResult(call, exit.value)
-  const cause = exit.cause
-  if (Cause.hasFails(cause)) {
-    return errorResult(call, `Tool "${call.name}" failed: ${describeCause(cause)}`, { failed: true })
-  }
-  if (Cause.hasDies(cause)) {
-    return errorResult(call, `Tool "${call.name}" crashed: ${describeCause(cause)}`, { defect: true })
-  }
-  return interruptedResult(call)
 }
 
 /** Runs one call through the executor, with its own `AbortSignal` and progress reporting. */
@@ -94,13 +64,13 @@ const runCall = (
       () => Effect.sync(() => controller.abort())
     )
     const limited = timeout === undefined ?
-      Effect.map(Effect.exit(execution), (exit) => resultOf(call, exit)) :
+      Effect.map(Effect.exit(execution), (exit) => resultOfExit(call, exit)) :
       Effect.map(
         Effect.exit(Effect.timeoutOption(execution, timeout)),
         (exit) =>
           Exit.isSuccess(exit) && Option.isNone(exit.value) ?
             timedOutResult(call, timeout) :
-            resultOf(call, Exit.map(exit, (o) => Option.getOrUndefined(o as Option.Option<unknown>)))
+            resultOfExit(call, Exit.map(exit, (o) => Option.getOrUndefined(o as Option.Option<unknown>)))
       )
     return Effect.map(limited, (result) => {
       ended = true
@@ -116,23 +86,6 @@ const traceCall = (call: ToolCall, ran: Effect.Effect<ToolResultMessage>) =>
       attributes: { "agentloop.tool.name": call.name, "agentloop.tool.call_id": call.id }
     })
   )
-
-/** Groups call indices into stages: a run of non-exclusive calls, or one exclusive call. */
-const stagesOf = (calls: ReadonlyArray<ToolCall>, definitions: ReadonlyMap<string, ToolDefinition>) => {
-  const stages: Array<Array<number>> = []
-  let current: Array<number> = []
-  calls.forEach((call, index) => {
-    if (definitions.get(call.name)?.exclusive === true) {
-      if (current.length > 0) stages.push(current)
-      stages.push([index])
-      current = []
-    } else {
-      current.push(index)
-    }
-  })
-  if (current.length > 0) stages.push(current)
-  return stages
-}
 
 /**
  * Runs the batch and hands the results, in call order, to `onDone` (synchronously, in the
@@ -187,7 +140,7 @@ export const runBatch = (
   const batch = calls.length === 1 ?
     one(0) :
     Effect.forEach(
-      stagesOf(calls, definitions),
+      batchStages(calls, definitions),
       (stage) =>
         stage.length === 1 ? one(stage[0]!) : Effect.forEach(stage, one, { concurrency: settings.concurrency, discard: true }),
       { discard: true }

@@ -1,0 +1,6 @@
+/**
+ * @agentloop/durable
+ *
+ * @since 0.1.0
+ */
+export {}

@@ -1,0 +1,6 @@
+/**
+ * @agentloop/mcp
+ *
+ * @since 0.1.0
+ */
+export {}
