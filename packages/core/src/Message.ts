@@ -98,7 +98,9 @@ export const StopReason = Schema.Literals(["stop", "toolUse", "length", "error",
 export type StopReason = typeof StopReason.Type
 
 /**
- * Token counts of one model turn (or, summed, of a run).
+ * Token counts of one model turn (or, summed, of a run). `input` excludes cached tokens:
+ * `cacheRead` are input tokens served from a provider's prompt cache, `cacheWrite` input tokens
+ * written to it. `cost` is the turn's price in US dollars, when a price table knows the model.
  *
  * @since 0.1.0
  * @category schemas
@@ -107,7 +109,8 @@ export const Usage = Schema.Struct({
   input: Schema.Finite,
   output: Schema.Finite,
   cacheRead: Schema.optionalKey(Schema.Finite),
-  cacheWrite: Schema.optionalKey(Schema.Finite)
+  cacheWrite: Schema.optionalKey(Schema.Finite),
+  cost: Schema.optionalKey(Schema.Finite)
 })
 /**
  * @since 0.1.0

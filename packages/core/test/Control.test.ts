@@ -368,6 +368,21 @@ describe("usage", () => {
       assert.deepStrictEqual(result.usage, { input: 230, output: 25, cacheRead: 50, cacheWrite: 0 })
     }))
 
+  it.effect("cost is summed over the turns that report one, and absent when none does", () =>
+    Effect.gen(function*() {
+      const run = yield* start(
+        [
+          turn.message(assistant("toolUse", { calls: [toolCall("a", "e")], usage: { input: 10, output: 2, cost: 0.25 } })),
+          turn.message(assistant("toolUse", { calls: [toolCall("b", "e")], usage: { input: 10, output: 2 } })),
+          turn.text("done", { input: 10, output: 2, cost: 0.5 })
+        ],
+        [echoTool("e")]
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.deepStrictEqual(result.usage, { input: 30, output: 6, cacheRead: 0, cacheWrite: 0, cost: 0.75 })
+    }))
+
   it.effect("a run whose turns report no usage has none", () =>
     Effect.gen(function*() {
       const run = yield* start([turn.text("x")], [])

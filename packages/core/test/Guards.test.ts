@@ -31,7 +31,7 @@ const toolCall = fc.record({
   arguments: fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 1 }))
 })
 const usage = fc.record(
-  { input: fc.nat(), output: fc.nat(), cacheRead: fc.nat(), cacheWrite: fc.nat() },
+  { input: fc.nat(), output: fc.nat(), cacheRead: fc.nat(), cacheWrite: fc.nat(), cost: fc.double({ min: 0, max: 10, noNaN: true }) },
   { requiredKeys: ["input", "output"] }
 )
 const user = fc.record(

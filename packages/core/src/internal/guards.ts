@@ -101,7 +101,8 @@ const isStopReason = (u: unknown): boolean =>
 
 const isUsage = (u: unknown): boolean =>
   isObject(u) && isFiniteNumber(u.input) && isFiniteNumber(u.output) &&
-  (isFiniteNumber(u.cacheRead) || !("cacheRead" in u)) && (isFiniteNumber(u.cacheWrite) || !("cacheWrite" in u))
+  (isFiniteNumber(u.cacheRead) || !("cacheRead" in u)) && (isFiniteNumber(u.cacheWrite) || !("cacheWrite" in u)) &&
+  (isFiniteNumber(u.cost) || !("cost" in u))
 
 /** `timestamp: optionalKey(Finite)`, shared by the three roles. */
 const hasTimestamp = (o: Obj): boolean => isFiniteNumber(o.timestamp) || !("timestamp" in o)

@@ -43,7 +43,7 @@ interface RunState {
   steps: number
   unanswered: ReadonlyArray<ToolCall>
   /** Usage summed over the turns that reported it; undefined while none has. */
-  usage: { input: number; output: number; cacheRead: number; cacheWrite: number } | undefined
+  usage: { input: number; output: number; cacheRead: number; cacheWrite: number; cost?: number } | undefined
 }
 
 const addUsage = (state: RunState, usage: Usage | undefined) => {
@@ -53,6 +53,7 @@ const addUsage = (state: RunState, usage: Usage | undefined) => {
   sum.output += usage.output
   sum.cacheRead += usage.cacheRead ?? 0
   sum.cacheWrite += usage.cacheWrite ?? 0
+  if (usage.cost !== undefined) sum.cost = (sum.cost ?? 0) + usage.cost
   state.usage = sum
 }
 
