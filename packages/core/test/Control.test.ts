@@ -22,7 +22,7 @@ import {
   user
 } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
-import { results, roles, textOf } from "./helpers.ts"
+import { results, roles, settle, textOf } from "./helpers.ts"
 
 /** Starts a scripted run in the background; `onEvent` may answer approvals or push messages. */
 const start = (
@@ -163,9 +163,11 @@ describe("execution modes and limits", () => {
         }
       )
       yield* gate.started("r1")
+      yield* settle()
       assert.deepStrictEqual(startedOrder, ["r1"], "the write waits for the read before it")
       yield* gate.release("r1")
       yield* writeGate.started("w")
+      yield* settle()
       assert.deepStrictEqual(startedOrder, ["r1", "w"], "the read after the write waits for it")
       yield* writeGate.release("w")
       yield* gate.started("r2")
@@ -175,19 +177,43 @@ describe("execution modes and limits", () => {
       assert.deepStrictEqual(results(result.messages).map((r) => r.toolCallId), ["r1", "w", "r2"])
     }))
 
-  it.effect("non-exclusive neighbours still run in parallel around an exclusive call", () =>
+  it.effect("an exclusive call waits for every call before it, and the calls after it run in parallel again", () =>
     Effect.gen(function*() {
       const gate = makeGatedTool("read")
+      const writeGate = makeGatedTool("write_gated")
+      const startedOrder: Array<string> = []
       const run = yield* start(
-        [turn.toolCalls([toolCall("a", "read"), toolCall("b", "read"), toolCall("w", "write")]), turn.text("ok")],
-        [gate.tool, exclusiveTool("write", echoTool("write_inner"))]
+        [
+          turn.toolCalls([toolCall("a", "read"), toolCall("b", "read"), toolCall("w", "write"), toolCall("c", "read"), toolCall("d", "read")]),
+          turn.text("ok")
+        ],
+        [gate.tool, exclusiveTool("write", writeGate.tool)],
+        {},
+        (event) => {
+          if (event.type === "tool_start") startedOrder.push(event.call.id)
+        }
       )
+      // a and b run at the same time: both start before either is released
       yield* gate.started("a")
       yield* gate.started("b")
+      yield* settle()
+      assert.deepStrictEqual(startedOrder, ["a", "b"], "the write waits while a and b run")
       yield* gate.release("b")
+      yield* settle()
+      assert.deepStrictEqual(startedOrder, ["a", "b"], "the write waits for a too, not only for the last call")
       yield* gate.release("a")
-      const { violations } = yield* run.finish
+      yield* writeGate.started("w")
+      yield* settle()
+      assert.deepStrictEqual(startedOrder, ["a", "b", "w"], "the calls after the write wait for it")
+      yield* writeGate.release("w")
+      // c and d run at the same time again
+      yield* gate.started("c")
+      yield* gate.started("d")
+      yield* gate.release("d")
+      yield* gate.release("c")
+      const { result, violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
+      assert.deepStrictEqual(results(result.messages).map((r) => r.toolCallId), ["a", "b", "w", "c", "d"])
     }))
 
   it.effect("ToolConcurrency caps how many calls run at once; results stay in call order", () =>
@@ -195,7 +221,7 @@ describe("execution modes and limits", () => {
       const gate = makeGatedTool("g")
       const startedIds: Array<string> = []
       const run = yield* start(
-        [turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g")]), turn.text("ok")],
+        [turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g"), toolCall("d", "g")]), turn.text("ok")],
         [gate.tool],
         {},
         (event) => {
@@ -204,14 +230,20 @@ describe("execution modes and limits", () => {
       ).pipe(Effect.provideService(ToolConcurrency, 2))
       yield* gate.started("a")
       yield* gate.started("b")
-      assert.deepStrictEqual(startedIds, ["a", "b"])
+      yield* settle()
+      assert.deepStrictEqual(startedIds, ["a", "b"], "two run; c and d wait")
+      // a freed slot is taken at once by the next call, while a still runs
       yield* gate.release("b")
       yield* gate.started("c")
-      yield* gate.release("c")
+      yield* settle()
+      assert.deepStrictEqual(startedIds, ["a", "b", "c"], "a and c run; d waits")
       yield* gate.release("a")
+      yield* gate.started("d")
+      yield* gate.release("d")
+      yield* gate.release("c")
       const { result, violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
-      assert.deepStrictEqual(results(result.messages).map((r) => r.toolCallId), ["a", "b", "c"])
+      assert.deepStrictEqual(results(result.messages).map((r) => r.toolCallId), ["a", "b", "c", "d"])
     }))
 
   it.effect("a per-tool timeout (TestClock) interrupts one of several parallel calls and says so", () =>

@@ -19,7 +19,7 @@ import {
   user
 } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
-import { assertSound, results, roles, textOf } from "./helpers.ts"
+import { assertSound, results, roles, settle, textOf } from "./helpers.ts"
 
 /** Starts a scripted run in the background; `onEvent` may abort. */
 const start = (
@@ -280,7 +280,8 @@ describe("limits", () => {
         tools: [gate.tool]
       }).pipe(Effect.tap((run) => Deferred.succeed(done, run.result.reason)), Effect.forkChild)
       yield* gate.started("a")
-      assert.isFalse(yield* Deferred.isDone(done))
+      yield* settle()
+      assert.isFalse(yield* Deferred.isDone(done), "the run waits for the gated call")
       yield* gate.release("a")
       assert.strictEqual(yield* Deferred.await(done), "stop")
       yield* Fiber.join(fiber)
