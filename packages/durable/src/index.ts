@@ -1,6 +1,14 @@
 /**
- * @agentloop/durable
+ * @agentloop/durable — agent runs that survive a crash, approvals that wait for days and
+ * scale-out, on effect's own workflow and cluster engines.
  *
  * @since 0.1.0
  */
-export {}
+export * from "./DurableClient.ts"
+export * from "./DurableEvent.ts"
+export * from "./DurableRun.ts"
+export * from "./DurableStore.ts"
+/**
+ * @since 0.1.0
+ */
+export * as SqliteClient from "./SqliteClient.ts"

@@ -1,0 +1,120 @@
+/**
+ * What durable runs keep beside the workflow journal: start markers of tool calls (so a call
+ * that was running when its process died is known as such) and the inbox of steering and
+ * follow-up messages sent from any process.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { UserMessage } from "@agentloop/core"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type InboxKind = "steering" | "followUp"
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export class DurableStoreError extends Schema.TaggedError<DurableStoreError>()("DurableStoreError", {
+  message: Schema.String
+}) {}
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class DurableStore extends Context.Service<DurableStore, {
+  /** Records that a call starts; true the first time for `key`, false when it had started before. */
+  readonly claimStart: (key: string) => Effect.Effect<boolean, DurableStoreError>
+  /** Appends a message to a run's inbox. */
+  readonly push: (runId: string, kind: InboxKind, message: UserMessage) => Effect.Effect<void, DurableStoreError>
+  /** The messages of a run's inbox of `kind` from position `from` on, in the order they were pushed. */
+  readonly read: (
+    runId: string,
+    kind: InboxKind,
+    from: number
+  ) => Effect.Effect<ReadonlyArray<UserMessage>, DurableStoreError>
+}>()("@agentloop/durable/DurableStore") {}
+
+/**
+ * A store in memory (for `WorkflowEngine.layerMemory`).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const memoryStoreLayer: Layer.Layer<DurableStore> = Layer.sync(DurableStore)(() => {
+  const starts = new Set<string>()
+  const inbox = new Map<string, Array<UserMessage>>()
+  return DurableStore.of({
+    claimStart: (key) =>
+      Effect.sync(() => {
+        if (starts.has(key)) return false
+        starts.add(key)
+        return true
+      }),
+    push: (runId, kind, message) =>
+      Effect.sync(() => {
+        const key = `${kind}|${runId}`
+        const list = inbox.get(key) ?? []
+        list.push(message)
+        inbox.set(key, list)
+      }),
+    read: (runId, kind, from) => Effect.sync(() => (inbox.get(`${kind}|${runId}`) ?? []).slice(from))
+  })
+})
+
+const encodeMessage = Schema.encodeSync(Schema.fromJsonString(UserMessage))
+const decodeMessage = Schema.decodeUnknownEffect(Schema.fromJsonString(UserMessage))
+
+/**
+ * A store in the run's SQL database (SQLite or PostgreSQL): tables `agentloop_call_starts` and
+ * `agentloop_inbox`, created when missing.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const sqlStoreLayer: Layer.Layer<DurableStore, DurableStoreError, SqlClient.SqlClient> = Layer.effect(
+  DurableStore
+)(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const fail = (what: string) => (error: unknown) =>
+      new DurableStoreError({ message: `durable store: ${what} failed: ${String((error as Error)?.message ?? error)}` })
+    const serial = sql.onDialectOrElse({
+      pg: () => "bigserial primary key",
+      orElse: () => "integer primary key autoincrement"
+    })
+    yield* sql.unsafe(
+      "create table if not exists agentloop_call_starts (call_key varchar(512) primary key)"
+    ).pipe(Effect.mapError(fail("creating agentloop_call_starts")))
+    yield* sql.unsafe(
+      `create table if not exists agentloop_inbox (seq ${serial}, run_id varchar(512) not null, ` +
+        "kind varchar(16) not null, message text not null)"
+    ).pipe(Effect.mapError(fail("creating agentloop_inbox")))
+    return DurableStore.of({
+      claimStart: (key) =>
+        sql<{ call_key: string }>`insert into agentloop_call_starts (call_key) values (${key})
+          on conflict do nothing returning call_key`.pipe(
+          Effect.map((rows) => rows.length === 1),
+          Effect.mapError(fail("recording a call start"))
+        ),
+      push: (runId, kind, message) =>
+        sql`insert into agentloop_inbox (run_id, kind, message) values (${runId}, ${kind}, ${encodeMessage(message)})`
+          .pipe(Effect.asVoid, Effect.mapError(fail("pushing a message"))),
+      read: (runId, kind, from) =>
+        sql<{ message: string }>`select message from agentloop_inbox where run_id = ${runId} and kind = ${kind}
+          order by seq`.pipe(
+          Effect.mapError(fail("reading the inbox")),
+          Effect.flatMap((rows) =>
+            Effect.forEach(rows.slice(from), (row) => decodeMessage(row.message)).pipe(
+              Effect.mapError(fail("decoding an inbox message"))
+            )
+          )
+        )
+    })
+  })
+)

@@ -1,0 +1,132 @@
+/**
+ * A small `SqlClient` for `effect/sql` on Node's built-in `node:sqlite` (Node 22.13 and later),
+ * so the embedded engine needs nothing beyond `npm ci`.
+ *
+ * It exists because no `@effect/sql-sqlite-*` release loads on effect 4.1 yet (the 4.0 betas
+ * import `effect/unstable/*` paths that 4.1 no longer has). Replace it with the official driver
+ * once one is published for effect 4.1.
+ *
+ * One connection, shared through a semaphore (effect's `makeSqliteAcquirers`), WAL journal mode
+ * and a busy timeout, so another process on the same file waits instead of failing.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Layer, Semaphore, Stream } from "effect"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient, SqlConnection, SqlError, Statement } from "effect/sql"
+import { DatabaseSync } from "node:sqlite"
+import type { SQLInputValue, StatementSync } from "node:sqlite"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SqliteClientConfig {
+  /** The database file (`":memory:"` for a private in-memory database). */
+  readonly filename: string
+  /** How long a statement waits for another process's lock, in milliseconds (default 5000). */
+  readonly busyTimeoutMs?: number | undefined
+}
+
+const toParam = (value: unknown): SQLInputValue => {
+  if (value === undefined || value === null) return null
+  if (typeof value === "boolean") return value ? 1 : 0
+  if (typeof value === "number" || typeof value === "bigint" || typeof value === "string") return value
+  if (value instanceof Uint8Array) return value
+  if (value instanceof Date) return value.toISOString()
+  return JSON.stringify(value)
+}
+
+/** node:sqlite puts SQLite's extended result code in `errcode` (its `code` is a Node error code). */
+const sqliteCause = (cause: unknown): unknown =>
+  typeof cause === "object" && cause !== null && "errcode" in cause && typeof cause.errcode === "number" ?
+    { code: cause.errcode, message: cause instanceof Error ? cause.message : String(cause.errcode), original: cause } :
+    cause
+
+const sqlError = (cause: unknown, operation: string) =>
+  new SqlError.SqlError({
+    reason: SqlError.classifySqliteError(sqliteCause(cause), { message: `sqlite ${operation} failed`, operation })
+  })
+
+/**
+ * A `SqlClient` on one `node:sqlite` database file.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (config: SqliteClientConfig) =>
+  Effect.gen(function*() {
+    const db = yield* Effect.acquireRelease(
+      Effect.try({
+        try: () => {
+          const opened = new DatabaseSync(config.filename)
+          opened.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(config.busyTimeoutMs ?? 5000))}`)
+          if (config.filename !== ":memory:") opened.exec("PRAGMA journal_mode = WAL")
+          return opened
+        },
+        catch: (cause) => sqlError(cause, "open")
+      }),
+      (opened) => Effect.sync(() => opened.isOpen && opened.close())
+    )
+    const cache = new Map<string, StatementSync>()
+    const prepare = (sql: string, cached: boolean): StatementSync => {
+      if (!cached) return db.prepare(sql)
+      let statement = cache.get(sql)
+      if (statement === undefined) {
+        statement = db.prepare(sql)
+        if (cache.size > 200) cache.clear()
+        cache.set(sql, statement)
+      }
+      return statement
+    }
+    const rows = (sql: string, params: ReadonlyArray<unknown>, cached: boolean) =>
+      Effect.try({
+        try: () => {
+          const statement = prepare(sql, cached)
+          const values = params.map(toParam)
+          // statements that return no columns (DDL, plain writes) are run, not read
+          if (statement.columns().length === 0) {
+            statement.run(...values)
+            return [] as Array<Record<string, unknown>>
+          }
+          return statement.all(...values) as Array<Record<string, unknown>>
+        },
+        catch: (cause) => sqlError(cause, "execute")
+      })
+    const connection: SqlConnection.Connection = {
+      execute: (sql, params, transformRows) =>
+        Effect.map(rows(sql, params, true), (r) => transformRows === undefined ? r : transformRows(r)),
+      executeRaw: (sql, params) => rows(sql, params, true),
+      executeStream: (sql, params, transformRows) =>
+        Stream.fromIterableEffect(
+          Effect.map(rows(sql, params, true), (r) => transformRows === undefined ? r : transformRows(r))
+        ),
+      executeValues: (sql, params) => Effect.map(rows(sql, params, true), (r) => r.map((row) => Object.values(row))),
+      executeValuesUnprepared: (sql, params) =>
+        Effect.map(rows(sql, params, false), (r) => r.map((row) => Object.values(row))),
+      executeUnprepared: (sql, params, transformRows) =>
+        Effect.map(rows(sql, params, false), (r) => transformRows === undefined ? r : transformRows(r))
+    }
+    const semaphore = yield* Semaphore.make(1)
+    const acquirers = SqlClient.makeSqliteAcquirers({
+      connection: Effect.succeed(connection),
+      semaphore,
+      isTransaction: () => db.isTransaction
+    })
+    return yield* SqlClient.make({
+      ...acquirers,
+      compiler: Statement.makeCompilerSqlite(),
+      driver: "sqlite",
+      spanAttributes: [["db.system.name", "sqlite"]],
+      beginTransaction: "BEGIN IMMEDIATE"
+    })
+  })
+
+/**
+ * The `SqlClient` layer for one database file.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (config: SqliteClientConfig): Layer.Layer<SqlClient.SqlClient, SqlError.SqlError> =>
+  Layer.effect(SqlClient.SqlClient)(make(config)).pipe(Layer.provide(Reactivity.layer))

@@ -1,0 +1,275 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
+import { ToolConcurrency, ask, deny, allow } from "@agentloop/core"
+import type { AgentRunResult, Message, ToolResultMessage } from "@agentloop/core"
+import { echoTool, makeGatedTool, probeTool, sleepingTool, toolCall, turn, user, fakeTool } from "@agentloop/testkit"
+import {
+  abortRun,
+  approve,
+  DurableStore,
+  followUp,
+  idempotencyKeyOf,
+  runDurable,
+  startRun,
+  steer
+} from "../src/index.ts"
+import { makeHarness, violationsOf } from "./harness.ts"
+
+const results = (r: AgentRunResult) => r.messages.filter((m): m is ToolResultMessage => m.role === "toolResult")
+const texts = (r: AgentRunResult) =>
+  results(r).map((m) => `${m.toolCallId}:${m.content.map((c) => c.type === "text" ? c.text : "").join("")}`)
+const shape = (r: AgentRunResult) =>
+  r.messages.map((m) => m.role === "toolResult" ? `R(${m.toolCallId})` : m.role === "assistant" ? "A" : "U").join(" ")
+
+describe("durable run on the memory engine", () => {
+  it.effect("runs a tool batch and ends like runAgentLoop: results in call order, one turn_end, events tagged", () =>
+    Effect.gen(function*() {
+      const input: Array<Message> = [user("go")]
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("a", "echo", { n: 1 }), toolCall("b", "echo", { n: 2 })]),
+        turn.text("done")
+      ], [echoTool("echo")])
+      const result = yield* runDurable({ runId: "r1", messages: input }).pipe(h.provide)
+      assert.strictEqual(result.reason, "stop")
+      assert.strictEqual(result.steps, 2)
+      assert.strictEqual(shape(result), "U A R(a) R(b) A")
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+      const toolEnds = h.events.filter((e) => e.event.type === "tool_end")
+      assert.deepStrictEqual(new Set(toolEnds.map((e) => `${e.runId}/${e.step}/${e.callIndex}`)), new Set(["r1/1/0", "r1/1/1"]))
+      assert.strictEqual(h.events.filter((e) => e.event.type === "turn_end").length, 1)
+    }))
+
+  it.effect("follows the decision table: truncated, error and unexpected-stop turns skip their calls", () =>
+    Effect.gen(function*() {
+      const cases = [
+        { script: turn.truncated([toolCall("a", "echo")]), reason: "length" },
+        { script: turn.error("boom", [toolCall("a", "echo")]), reason: "error" },
+        { script: turn.message({ role: "assistant", content: [toolCall("a", "echo")], stopReason: "stop" }), reason: "error" },
+        { script: turn.message({ role: "assistant", content: [{ type: "text", text: "x" }], stopReason: "toolUse" }), reason: "error" }
+      ] as const
+      for (const [i, c] of cases.entries()) {
+        const probe = probeTool(echoTool("echo"))
+        const input = [user("go")]
+        const h = yield* makeHarness([c.script], [probe.tool])
+        const result = yield* runDurable({ runId: `dt${i}`, messages: input }).pipe(h.provide)
+        assert.strictEqual(result.reason, c.reason)
+        assert.strictEqual(yield* probe.executions, 0)
+        assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+      }
+    }))
+
+  it.effect("an exclusive tool runs alone, and the concurrency cap holds", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("g")
+      const exclusive = makeGatedTool("x")
+      const x = { ...exclusive.tool, definition: { ...exclusive.tool.definition, exclusive: true } }
+      const input = [user("go")]
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("x1", "x"), toolCall("c", "g")]),
+        turn.text("done")
+      ], [gate.tool, x], {}, Layer.succeed(ToolConcurrency, 1))
+      const fiber = yield* runDurable({ runId: "ex", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* gate.started("a")
+      yield* Effect.yieldNow
+      // cap 1: b waits for a
+      assert.isFalse(h.events.some((e) => e.event.type === "tool_start" && e.event.call.id === "b"))
+      yield* gate.release("a")
+      yield* gate.started("b")
+      assert.isFalse(h.events.some((e) => e.event.type === "tool_start" && e.event.call.id === "x1"))
+      yield* gate.release("b")
+      yield* exclusive.started("x1")
+      assert.isFalse(h.events.some((e) => e.event.type === "tool_start" && e.event.call.id === "c"))
+      yield* exclusive.release("x1")
+      yield* gate.started("c")
+      yield* gate.release("c")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(shape(result), "U A R(a) R(b) R(x1) R(c) A")
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("a call over its time limit is stopped and answered with a timeout error", () =>
+    Effect.gen(function*() {
+      const slow = sleepingTool("slow", "10 seconds")
+      const limited = { ...slow, definition: { ...slow.definition, timeoutMs: 1000 } }
+      const input = [user("go")]
+      const h = yield* makeHarness([turn.toolCalls([toolCall("s", "slow")]), turn.text("done")], [limited])
+      const fiber = yield* runDurable({ runId: "to", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* h.awaitEvent((e) => e.event.type === "tool_start")
+      yield* TestClock.adjust("1 second")
+      const result = yield* Fiber.join(fiber)
+      const r = results(result)[0]!
+      assert.isTrue(r.isError)
+      assert.deepStrictEqual(r.details, { timedOut: true, timeoutMs: 1000 })
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+})
+
+describe("approvals", () => {
+  it.effect("a call waits for approve() and completed calls and turns never run again after the wake", () =>
+    Effect.gen(function*() {
+      const probe = probeTool(echoTool("read"))
+      const write = probeTool(echoTool("write"))
+      const input = [user("go")]
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("r1", "read")]),
+        turn.toolCalls([toolCall("w1", "write"), toolCall("r2", "read")]),
+        turn.text("done")
+      ], [probe.tool, write.tool], { policy: (call) => call.name === "write" ? ask : allow })
+      const fiber = yield* runDurable({ runId: "ap", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* h.awaitEvent((e) => e.event.type === "approval_request")
+      const request = h.events.find((e) => e.event.type === "approval_request")!
+      assert.deepStrictEqual(request.approval, { runId: "ap", callId: "w1" })
+      // the other call of the batch goes on while w1 waits
+      yield* h.awaitEvent((e) => e.event.type === "tool_end" && e.event.result.toolCallId === "r2")
+      assert.strictEqual(yield* write.executions, 0)
+      yield* approve("ap", "w1", { approved: true }).pipe(h.provide)
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(shape(result), "U A R(r1) A R(w1) R(r2) A")
+      assert.strictEqual(yield* write.executions, 1)
+      assert.deepStrictEqual(yield* probe.executedIds, ["r1", "r2"]) // r1 and r2 ran once each across replays
+      assert.strictEqual((yield* h.model.requests).length, 3) // no turn ran twice
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("a denial and a deny policy answer the call denied; the tool never runs", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write"))
+      const input = [user("go")]
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("w1", "write"), toolCall("w2", "rm")]),
+        turn.text("done")
+      ], [write.tool, echoTool("rm")], { policy: (call) => call.name === "rm" ? deny("never") : ask })
+      const fiber = yield* runDurable({ runId: "dn", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* h.awaitEvent((e) => e.event.type === "approval_request")
+      yield* approve("dn", "w1", { approved: false, reason: "not today" }).pipe(h.provide)
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(yield* write.executions, 0)
+      const [w1, w2] = results(result)
+      assert.deepStrictEqual(w1!.details, { skipped: true, reason: "denied", denial: "not today" })
+      assert.deepStrictEqual(w2!.details, { skipped: true, reason: "denied", denial: "never" })
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("an approval not answered within the approval timeout is answered denied", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write"))
+      const input = [user("go")]
+      const h = yield* makeHarness([turn.toolCalls([toolCall("w1", "write")]), turn.text("done")], [write.tool], {
+        policy: () => ask,
+        approvalTimeout: "3 days"
+      })
+      const fiber = yield* runDurable({ runId: "at", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* h.awaitEvent((e) => e.event.type === "approval_request")
+      yield* TestClock.adjust("2 days")
+      yield* Effect.yieldNow
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 day")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(yield* write.executions, 0)
+      const r = results(result)[0]!
+      assert.strictEqual((r.details as { reason: string }).reason, "denied")
+      assert.match(texts(result)[0]!, /no answer to the approval request within 3d/)
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+})
+
+describe("abort, steering and follow-ups from outside", () => {
+  it.effect("abort while a call waits for approval: the call is skipped aborted, the run ends aborted with its transcript", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write"))
+      const input = [user("go")]
+      const h = yield* makeHarness([turn.toolCalls([toolCall("w1", "write"), toolCall("r1", "read")]), turn.text("never")], [
+        write.tool,
+        echoTool("read")
+      ], { policy: (call) => call.name === "write" ? ask : allow })
+      const fiber = yield* runDurable({ runId: "ab", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* h.awaitEvent((e) => e.event.type === "approval_request")
+      yield* h.awaitEvent((e) => e.event.type === "tool_end" && e.event.result.toolCallId === "r1")
+      yield* abortRun("ab").pipe(h.provide)
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result.reason, "aborted")
+      assert.strictEqual(shape(result), "U A R(w1) R(r1)")
+      assert.deepStrictEqual(results(result)[0]!.details, { skipped: true, reason: "aborted" })
+      assert.strictEqual(yield* write.executions, 0)
+      assert.strictEqual((yield* h.model.requests).length, 1)
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("abort during a batch: the running call finishes, calls not started are skipped, no new request", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("g")
+      const probe = probeTool(echoTool("later"))
+      const x = probeTool({ ...probe.tool, definition: { ...probe.tool.definition, exclusive: true } })
+      const input = [user("go")]
+      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g"), toolCall("b", "later")]), turn.text("never")], [gate.tool, x.tool])
+      const fiber = yield* runDurable({ runId: "ab2", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* gate.started("a")
+      yield* abortRun("ab2").pipe(h.provide)
+      yield* gate.release("a")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result.reason, "aborted")
+      assert.deepStrictEqual(texts(result), ["a:a done", "b:Tool call was not executed because the run was aborted."])
+      assert.strictEqual(yield* x.executions, 0)
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("steering joins at the next boundary; a follow-up restarts a run that would stop", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("g")
+      const input = [user("go")]
+      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g")]), turn.text("first"), turn.text("second")], [gate.tool])
+      const fiber = yield* runDurable({ runId: "st", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* gate.started("a")
+      yield* steer("st", { role: "user", content: "steer" }).pipe(h.provide)
+      yield* followUp("st", { role: "user", content: "more" }).pipe(h.provide)
+      yield* gate.release("a")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(shape(result), "U A R(a) U A U A")
+      const users = result.messages.filter((m) => m.role === "user").map((m) => m.content)
+      assert.deepStrictEqual(users, ["go", "steer", "more"])
+      assert.strictEqual(result.steps, 3)
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+})
+
+describe("calls found already started (a crash mid-call)", () => {
+  it.effect("run again with the same idempotency key, except atMostOnce tools, answered interrupted", () =>
+    Effect.gen(function*() {
+      const keys: Array<unknown> = []
+      const keyed = fakeTool("charge", (_, ctx) => Effect.sync(() => {
+        keys.push((ctx as unknown as { idempotencyKey: unknown }).idempotencyKey)
+        return "charged"
+      }))
+      const once = probeTool(echoTool("deploy"))
+      const input = [user("go")]
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("c", "charge"), toolCall("d", "deploy")]),
+        turn.text("done")
+      ], [keyed, once.tool], { atMostOnce: ["deploy"] })
+      const result = yield* Effect.gen(function*() {
+        const store = yield* DurableStore
+        // what a process that died mid-call leaves behind: both calls marked started
+        yield* store.claimStart(idempotencyKeyOf("cr", 1, 0))
+        yield* store.claimStart(idempotencyKeyOf("cr", 1, 1))
+        return yield* runDurable({ runId: "cr", messages: input })
+      }).pipe(h.provide)
+      assert.deepStrictEqual(keys, [idempotencyKeyOf("cr", 1, 0)])
+      assert.strictEqual(yield* once.executions, 0)
+      assert.deepStrictEqual(results(result)[1]!.details, { interrupted: true })
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("a bad input is a typed error and nothing starts", () =>
+    Effect.gen(function*() {
+      const h = yield* makeHarness([], [])
+      const error = yield* startRun({
+        runId: "bad",
+        messages: [{ role: "toolResult", toolCallId: "x", toolName: "y", content: [], isError: false }]
+      }).pipe(h.provide, Effect.flip)
+      assert.strictEqual(error._tag, "DurableRunInputError")
+      assert.match(error.message, /bad input/)
+      const zero = yield* startRun({ runId: "bad2", messages: [user("x")], maxSteps: 0 }).pipe(h.provide, Effect.flip)
+      assert.match(zero.message, /maxSteps/)
+    }))
+})
