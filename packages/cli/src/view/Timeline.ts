@@ -1,0 +1,523 @@
+/**
+ * The timeline model of a session: its lines (messages and records, in file order) grouped into
+ * runs, each run into turns (one model request and its answer), each turn's tool calls into
+ * lanes with their times, approvals and outcome; plus the invariant checks a saved session can
+ * still be held to. Pure: no I/O, so it is tested without a server or a browser.
+ *
+ * A plain transcript (core's JSONL, no records) is read too: each user message starts a run and
+ * each assistant message is a turn, without times.
+ *
+ * @since 0.1.0
+ */
+import { pairingViolations, toolCallsOf } from "@agentloop/core"
+import type { AssistantMessage, Message, RunReason, ToolResultMessage, Usage } from "@agentloop/core"
+import type { SessionHeader, SessionLine } from "./SessionFile.ts"
+
+/**
+ * How a tool call ended, as the viewer shows it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type LaneStatus =
+  | "ok"
+  | "error"
+  | "denied"
+  | "skipped"
+  | "interrupted"
+  | "timedOut"
+  | "running"
+  | "unanswered"
+
+/**
+ * One tool call of a turn: its lane in the turn's timeline.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Lane {
+  readonly toolCallId: string
+  readonly name: string
+  /** A one-line summary of the arguments (the command of `bash`, the path of a file tool). */
+  readonly summary: string
+  readonly arguments: Record<string, unknown>
+  startedAt: number | undefined
+  endedAt: number | undefined
+  status: LaneStatus
+  approval:
+    | {
+      readonly at: number
+      readonly decision: "approved" | "denied" | "always"
+      readonly by: string | undefined
+      readonly reason: string | undefined
+    }
+    | undefined
+  /** The text of the tool result (truncated for display by the page). */
+  resultText: string | undefined
+  /** Why the call was skipped, from the result's `details.reason`. */
+  skipReason: string | undefined
+}
+
+/**
+ * One model turn: the request (from `turn_start`), the assistant message and its tool calls.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Turn {
+  readonly index: number
+  step: number | undefined
+  startedAt: number | undefined
+  /** When the model's answer was in (the message's timestamp, or the time of the next record). */
+  answeredAt: number | undefined
+  endedAt: number | undefined
+  stopReason: AssistantMessage["stopReason"] | undefined
+  errorMessage: string | undefined
+  text: string
+  usage: Usage | undefined
+  model: string | undefined
+  /** How many assistant messages this turn got (1 when the invariant holds). */
+  assistantMessages: number
+  readonly lanes: Array<Lane>
+  /** The largest number of this turn's calls that were running at the same time. */
+  maxParallel: number
+}
+
+/**
+ * A compaction marker: from here on, requests used a summary of older turns.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Compaction {
+  readonly at: number
+  readonly beforeTurn: number
+  readonly summarized: number | undefined
+  readonly kept: number | undefined
+  readonly summary: string | undefined
+}
+
+/**
+ * One run: a prompt, its turns, and how it ended (`end` is absent when the file has no
+ * `run_end` for it: the process was killed, or the run is still going).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Run {
+  readonly index: number
+  prompt: string
+  startedAt: number | undefined
+  readonly turns: Array<Turn>
+  readonly compactions: Array<Compaction>
+  end:
+    | {
+      readonly at: number | undefined
+      readonly reason: RunReason
+      readonly steps: number | undefined
+      readonly error: string | undefined
+      readonly usage: Usage | undefined
+    }
+    | undefined
+  runEnds: number
+}
+
+/**
+ * One invariant check and what it found.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface InvariantCheck {
+  readonly id: "pairing" | "one-answer-per-turn" | "one-end-per-run" | "tool-timing"
+  readonly title: string
+  readonly violations: ReadonlyArray<string>
+  /** Things worth knowing that break no invariant (a run cut short by a killed process). */
+  readonly notes: ReadonlyArray<string>
+}
+
+/**
+ * Token counts summed over a session or a run.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Totals {
+  readonly runs: number
+  readonly turns: number
+  readonly toolCalls: number
+  readonly toolErrors: number
+  readonly input: number
+  readonly output: number
+  readonly cacheRead: number
+  readonly cacheWrite: number
+  /** US dollars; absent when no turn reported a cost. */
+  readonly cost: number | undefined
+}
+
+/**
+ * Everything the page shows about a session.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Timeline {
+  readonly header: SessionHeader | undefined
+  readonly runs: ReadonlyArray<Run>
+  readonly totals: Totals
+  readonly invariants: ReadonlyArray<InvariantCheck>
+  /** Lines that could not be read (1-based line numbers). */
+  readonly problems: ReadonlyArray<{ readonly line: number; readonly problem: string }>
+  readonly startedAt: number | undefined
+  readonly endedAt: number | undefined
+}
+
+const textOf = (message: Message): string => {
+  if (typeof message.content === "string") return message.content
+  const parts: Array<string> = []
+  for (const part of message.content) if (part.type === "text") parts.push(part.text)
+  return parts.join("\n")
+}
+
+const summarize = (name: string, args: Record<string, unknown>): string => {
+  const pick = (key: string) => typeof args[key] === "string" ? args[key] : undefined
+  const first = pick("command") ?? pick("path") ?? pick("file_path") ?? pick("query") ?? pick("url")
+  if (first !== undefined) return first.split("\n")[0]!
+  const json = JSON.stringify(args)
+  return json === "{}" ? name : json
+}
+
+const detailsOf = (result: ToolResultMessage): Record<string, unknown> =>
+  typeof result.details === "object" && result.details !== null ? result.details as Record<string, unknown> : {}
+
+const statusOfResult = (result: ToolResultMessage): { status: LaneStatus; skipReason: string | undefined } => {
+  const details = detailsOf(result)
+  const reason = typeof details.reason === "string" ? details.reason : undefined
+  if (!result.isError) return { status: "ok", skipReason: undefined }
+  if (details.skipped === true) {
+    if (reason === "denied") return { status: "denied", skipReason: reason }
+    if (reason === "interrupted" || reason === "aborted") return { status: "interrupted", skipReason: reason }
+    return { status: "skipped", skipReason: reason }
+  }
+  if (details.interrupted === true) return { status: "interrupted", skipReason: undefined }
+  if (details.timedOut === true) return { status: "timedOut", skipReason: undefined }
+  return { status: "error", skipReason: undefined }
+}
+
+/** The largest number of intervals open at once (an interval ending when another starts does not overlap it). */
+const maxOverlap = (lanes: ReadonlyArray<Lane>): number => {
+  const points: Array<readonly [number, number]> = []
+  for (const lane of lanes) {
+    if (lane.startedAt === undefined) continue
+    points.push([lane.startedAt, 1], [lane.endedAt ?? lane.startedAt, -1])
+  }
+  points.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+  let open = 0
+  let max = 0
+  for (const [, delta] of points) {
+    open += delta
+    max = Math.max(max, open)
+  }
+  return max
+}
+
+const addUsage = (totals: { input: number; output: number; cacheRead: number; cacheWrite: number; cost: number | undefined }, usage: Usage) => {
+  totals.input += usage.input
+  totals.output += usage.output
+  totals.cacheRead += usage.cacheRead ?? 0
+  totals.cacheWrite += usage.cacheWrite ?? 0
+  if (usage.cost !== undefined) totals.cost = (totals.cost ?? 0) + usage.cost
+}
+
+/**
+ * Builds the timeline of a session from its lines, in file order.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
+  let header: SessionHeader | undefined
+  const runs: Array<Run> = []
+  const messages: Array<Message> = []
+  const problems: Array<{ line: number; problem: string }> = []
+  const timingViolations: Array<string> = []
+  const lanesById = new Map<string, Lane>()
+  const ended = new Set<string>()
+  let run: Run | undefined
+  let turn: Turn | undefined
+  /** A turn whose answer is in but whose `answeredAt` waits for the next timed record. */
+  let awaitingAnswerTime: Turn | undefined
+  let firstAt: number | undefined
+  let lastAt: number | undefined
+
+  const startRun = (at: number | undefined, prompt: string): Run => {
+    const next: Run = { index: runs.length + 1, prompt, startedAt: at, turns: [], compactions: [], end: undefined, runEnds: 0 }
+    runs.push(next)
+    run = next
+    turn = undefined
+    return next
+  }
+  const currentRun = (): Run => run ?? startRun(undefined, "")
+  const startTurn = (at: number | undefined, step: number | undefined): Turn => {
+    const owner = currentRun()
+    const next: Turn = {
+      index: owner.turns.length + 1,
+      step,
+      startedAt: at,
+      answeredAt: undefined,
+      endedAt: undefined,
+      stopReason: undefined,
+      errorMessage: undefined,
+      text: "",
+      usage: undefined,
+      model: undefined,
+      assistantMessages: 0,
+      lanes: [],
+      maxParallel: 0
+    }
+    owner.turns.push(next)
+    turn = next
+    return next
+  }
+  const laneFor = (toolCallId: string, line: number, what: string): Lane | undefined => {
+    const lane = lanesById.get(toolCallId)
+    if (lane === undefined) timingViolations.push(`line ${line}: ${what} for unknown tool call "${toolCallId}"`)
+    return lane
+  }
+
+  for (const entry of lines) {
+    if (entry._tag === "Problem") {
+      problems.push({ line: entry.line, problem: entry.problem })
+      continue
+    }
+    if (entry._tag === "Record") {
+      const record = entry.record
+      firstAt = firstAt === undefined ? record.at : Math.min(firstAt, record.at)
+      lastAt = lastAt === undefined ? record.at : Math.max(lastAt, record.at)
+      if (awaitingAnswerTime !== undefined && record.type !== "session") {
+        awaitingAnswerTime.answeredAt = record.at
+        awaitingAnswerTime = undefined
+      }
+      switch (record.type) {
+        case "session":
+          header = record
+          break
+        case "run_start":
+          startRun(record.at, record.prompt ?? "")
+          break
+        case "turn_start":
+          startTurn(record.at, record.step)
+          break
+        case "tool_start": {
+          const lane = laneFor(record.toolCallId, entry.line, "tool_start")
+          if (lane !== undefined) {
+            if (lane.startedAt !== undefined) {
+              timingViolations.push(`line ${entry.line}: tool call "${record.toolCallId}" started twice`)
+            }
+            lane.startedAt = record.at
+            if (lane.status === "unanswered") lane.status = "running"
+          }
+          break
+        }
+        case "tool_end": {
+          const lane = laneFor(record.toolCallId, entry.line, "tool_end")
+          if (lane !== undefined) {
+            if (ended.has(record.toolCallId)) {
+              timingViolations.push(`line ${entry.line}: tool call "${record.toolCallId}" ended twice`)
+            }
+            if (lane.startedAt === undefined) {
+              timingViolations.push(`line ${entry.line}: tool call "${record.toolCallId}" ended without a tool_start`)
+            }
+            ended.add(record.toolCallId)
+            lane.endedAt = record.at
+          }
+          break
+        }
+        case "approval": {
+          const lane = laneFor(record.toolCallId, entry.line, "approval")
+          if (lane !== undefined) {
+            lane.approval = { at: record.at, decision: record.decision, by: record.by, reason: record.reason }
+          }
+          break
+        }
+        case "compaction": {
+          const owner = currentRun()
+          owner.compactions.push({
+            at: record.at,
+            beforeTurn: owner.turns.length + 1,
+            summarized: record.summarized,
+            kept: record.kept,
+            summary: record.summary === undefined ? undefined : textOf(record.summary)
+          })
+          break
+        }
+        case "run_end": {
+          const owner = currentRun()
+          owner.runEnds++
+          if (owner.end === undefined) {
+            owner.end = {
+              at: record.at,
+              reason: record.reason,
+              steps: record.steps,
+              error: record.error,
+              usage: record.usage
+            }
+          }
+          turn = undefined
+          break
+        }
+      }
+      continue
+    }
+
+    const message = entry.message
+    messages.push(message)
+    switch (message.role) {
+      case "user": {
+        // A run_start carries the prompt and the user message follows it; without records,
+        // each user message starts a run.
+        const owner = run
+        if (owner !== undefined && owner.turns.length === 0 && owner.end === undefined) {
+          if (owner.prompt === "") owner.prompt = textOf(message)
+        } else {
+          startRun(message.timestamp, textOf(message))
+        }
+        break
+      }
+      case "assistant": {
+        const current = turn !== undefined && turn.assistantMessages === 0 ? turn : startTurn(undefined, undefined)
+        current.assistantMessages++
+        current.stopReason = message.stopReason
+        current.errorMessage = message.errorMessage
+        current.text = textOf(message)
+        current.usage = message.usage
+        current.model = message.model
+        if (message.timestamp !== undefined) current.answeredAt = message.timestamp
+        else awaitingAnswerTime = current
+        for (const call of toolCallsOf(message)) {
+          const lane: Lane = {
+            toolCallId: call.id,
+            name: call.name,
+            summary: summarize(call.name, call.arguments),
+            arguments: call.arguments,
+            startedAt: undefined,
+            endedAt: undefined,
+            status: "unanswered",
+            approval: undefined,
+            resultText: undefined,
+            skipReason: undefined
+          }
+          current.lanes.push(lane)
+          lanesById.set(call.id, lane)
+        }
+        break
+      }
+      case "toolResult": {
+        const lane = lanesById.get(message.toolCallId)
+        if (lane !== undefined) {
+          const { skipReason, status } = statusOfResult(message)
+          lane.status = status
+          lane.skipReason = skipReason
+          lane.resultText = textOf(message)
+        }
+        break
+      }
+    }
+  }
+
+  // Finish each turn: when it ended and how many calls overlapped.
+  for (const owner of runs) {
+    owner.turns.forEach((t, i) => {
+      const next = owner.turns[i + 1]
+      const laneEnds = t.lanes.flatMap((lane) => lane.endedAt === undefined ? [] : [lane.endedAt])
+      const candidates = [t.answeredAt, ...laneEnds].filter((x): x is number => x !== undefined)
+      t.endedAt = candidates.length > 0 ? Math.max(...candidates) : next?.startedAt ?? owner.end?.at
+      t.maxParallel = maxOverlap(t.lanes)
+    })
+  }
+
+  const totals = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: undefined as number | undefined }
+  let turns = 0
+  let toolCalls = 0
+  let toolErrors = 0
+  for (const owner of runs) {
+    for (const t of owner.turns) {
+      turns++
+      if (t.usage !== undefined) addUsage(totals, t.usage)
+      for (const lane of t.lanes) {
+        toolCalls++
+        if (lane.status !== "ok") toolErrors++
+      }
+    }
+  }
+
+  return {
+    header,
+    runs,
+    totals: { runs: runs.length, turns, toolCalls, toolErrors, ...totals },
+    invariants: checkSession(runs, messages, timingViolations, lines),
+    problems,
+    startedAt: header?.at ?? firstAt,
+    endedAt: lastAt
+  }
+}
+
+const checkSession = (
+  runs: ReadonlyArray<Run>,
+  messages: ReadonlyArray<Message>,
+  timingViolations: ReadonlyArray<string>,
+  lines: ReadonlyArray<SessionLine>
+): Array<InvariantCheck> => {
+  const hasRecords = lines.some((line) => line._tag === "Record")
+  const oneAnswer: Array<string> = []
+  const oneEnd: Array<string> = []
+  const endNotes: Array<string> = []
+  for (const owner of runs) {
+    for (const t of owner.turns) {
+      if (t.assistantMessages > 1) {
+        oneAnswer.push(`run ${owner.index}, turn ${t.index}: ${t.assistantMessages} assistant messages for one request`)
+      }
+      if (t.assistantMessages === 0 && (owner.end !== undefined || t !== owner.turns[owner.turns.length - 1])) {
+        oneAnswer.push(`run ${owner.index}, turn ${t.index}: a request with no assistant message`)
+      }
+    }
+    if (!hasRecords) continue
+    if (owner.runEnds > 1) oneEnd.push(`run ${owner.index}: ${owner.runEnds} run_end records`)
+    if (owner.runEnds === 0) {
+      endNotes.push(
+        owner === runs[runs.length - 1] ?
+          `run ${owner.index} has no run_end yet: it is still going, or its process was killed` :
+          `run ${owner.index} has no run_end: its process was killed before the run could end`
+      )
+    }
+    if (owner.end?.steps !== undefined && owner.end.steps !== owner.turns.length) {
+      oneEnd.push(`run ${owner.index}: run_end says ${owner.end.steps} step(s), the file has ${owner.turns.length} turn(s)`)
+    }
+  }
+  return [
+    {
+      id: "pairing",
+      title: "Every tool call has exactly one result, right after its message, in call order",
+      violations: pairingViolations(messages),
+      notes: []
+    },
+    {
+      id: "one-answer-per-turn",
+      title: "Each model request got exactly one final assistant message",
+      violations: oneAnswer,
+      notes: []
+    },
+    {
+      id: "one-end-per-run",
+      title: "Each run ended exactly once",
+      violations: oneEnd,
+      notes: endNotes
+    },
+    {
+      id: "tool-timing",
+      title: "Tool timings match the calls (one start and one end each)",
+      violations: timingViolations,
+      notes: []
+    }
+  ]
+}

@@ -1,0 +1,179 @@
+/**
+ * The viewer's page in a real headless browser (Debian's chromium driven by playwright-core):
+ * served by `serveSession` from a recorded session, with every request the page makes recorded
+ * to prove it loads nothing from the network. A full-page screenshot is kept under the OS temp
+ * folder (its path is printed).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { NodeServices } from "@effect/platform-node"
+import { Effect } from "effect"
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { chromium } from "playwright-core"
+import type { BrowserContext, Page } from "playwright-core"
+import { serveSession } from "../src/view/index.ts"
+
+const CHROMIUM = "/usr/bin/chromium"
+const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/view/${name}`, import.meta.url))
+export const ARTIFACTS = join(tmpdir(), "agentloop-view-artifacts")
+
+const launch = Effect.acquireRelease(
+  Effect.promise((): Promise<BrowserContext> => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `the viewer's browser test needs Debian's chromium at ${CHROMIUM}: install it with ` +
+          "`apt-get update && apt-get install -y chromium` (CI: add that line to .ci/run)"
+      )
+    }
+    // A fresh user data dir: no profile, cache or extension from anywhere else.
+    return chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "agentloop-view-chromium-")), {
+      executablePath: CHROMIUM,
+      viewport: { width: 1400, height: 900 },
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync"
+      ]
+    })
+  }),
+  (browser) => Effect.promise(() => browser.close())
+)
+
+/** Opens `url` in a fresh page; returns the page and every URL it requested. */
+const open = (browser: BrowserContext, url: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const page = await browser.newPage()
+      const requests: Array<string> = []
+      page.on("request", (request) => requests.push(request.url()))
+      const errors: Array<string> = []
+      page.on("pageerror", (error) => errors.push(error.message))
+      page.on("console", (message) => {
+        if (message.type() === "error") errors.push(message.text())
+      })
+      await page.goto(url, { waitUntil: "load" })
+      return { page, requests, errors }
+    }),
+    ({ page }) => Effect.promise(() => page.close())
+  )
+
+const count = (page: Page, selector: string) => Effect.promise(() => page.locator(selector).count())
+const texts = (page: Page, selector: string) => Effect.promise(() => page.locator(selector).allInnerTexts())
+
+describe("agentloop view in a headless browser", () => {
+  it.live("renders the recorded session: runs, turns, lanes, approvals, the abort, the error, tokens, invariants", () =>
+    Effect.gen(function*() {
+      const view = yield* serveSession({ workspace: tmpdir(), session: fixture("coding-session.jsonl") })
+      const browser = yield* launch
+      const { errors, page, requests } = yield* open(browser, view.url)
+
+      assert.strictEqual(yield* Effect.promise(() => page.title()), "agentloop · 2026-11-18-a1b2c3")
+      assert.strictEqual(yield* count(page, "[data-testid=run]"), 3)
+      assert.strictEqual(yield* count(page, "[data-testid=turn]"), 5)
+      // 3 parallel calls, then edit + bash, then none; bash aborted; none in the errored turn.
+      assert.deepStrictEqual(
+        yield* Effect.promise(() => page.locator("[data-testid=turn]").evaluateAll((turns) =>
+          turns.map((turn) => turn.querySelectorAll("[data-testid=lane]").length)
+        )),
+        [3, 2, 0, 1, 0]
+      )
+      assert.strictEqual(yield* count(page, "[data-testid=lane]"), 6)
+
+      // The 3 parallel calls are drawn side by side in time: their bars overlap horizontally.
+      const boxes = yield* Effect.promise(() =>
+        page.locator("[data-testid=turn]").first().locator("[data-testid=lane] .bar").evaluateAll((bars) =>
+          bars.map((bar) => {
+            const box = bar.getBoundingClientRect()
+            return { left: box.left, right: box.right }
+          })
+        )
+      )
+      assert.strictEqual(boxes.length, 3)
+      const overlapStart = Math.max(...boxes.map((b) => b.left))
+      const overlapEnd = Math.min(...boxes.map((b) => b.right))
+      assert.isTrue(overlapStart < overlapEnd, `the parallel bars overlap: ${JSON.stringify(boxes)}`)
+      assert.include((yield* texts(page, "[data-testid=turn]"))[0], "3 in parallel")
+
+      // Approvals: approved, denied with its reason, always.
+      const approvals = yield* texts(page, "[data-testid=approval]")
+      assert.strictEqual(approvals.length, 3)
+      assert.include(approvals[0], "approved by user")
+      assert.include(approvals[1], "denied by user: do not reinstall; just run node test.js")
+      assert.include(approvals[2], "always by user")
+      assert.strictEqual(yield* count(page, "[data-testid=lane][data-status=denied]"), 1)
+
+      // The aborted run and its interrupted call; the model error.
+      const abort = yield* texts(page, "[data-testid=abort]")
+      assert.strictEqual(abort.length, 1)
+      assert.include(abort[0], "interrupted by the user (Ctrl-C)")
+      assert.strictEqual(yield* count(page, "[data-testid=lane][data-status=interrupted]"), 1)
+      assert.deepStrictEqual(
+        yield* Effect.promise(() =>
+          page.locator("[data-testid=run]").evaluateAll((runs) => runs.map((run) => run.getAttribute("data-reason")))
+        ),
+        ["stop", "aborted", "error"]
+      )
+      assert.include((yield* texts(page, "[data-testid=turn-error]"))[0], "Anthropic API error 529: overloaded")
+
+      // Tokens per turn (and cost), and the session's sums.
+      const tokens = yield* texts(page, "[data-testid=tokens]")
+      assert.strictEqual(tokens.length, 5)
+      assert.strictEqual(tokens[0], "1,840 in · 96 out · 1,200 cache read · $0.0069")
+      assert.strictEqual(tokens[4], "no usage reported")
+      assert.include((yield* texts(page, "[data-testid=total-tokens]"))[0], "9,130 in · 306 out")
+      assert.include((yield* texts(page, "[data-testid=total-cost]"))[0], "$0.0319")
+
+      // The invariant checks all pass on this session.
+      assert.strictEqual(yield* count(page, "[data-testid=invariant][data-ok=true]"), 4)
+      assert.include((yield* texts(page, "[data-testid=invariants] h2"))[0], "Invariants hold")
+
+      // A lane opens to show the call's arguments and result.
+      yield* Effect.promise(() => page.locator("[data-testid=lane][data-status=denied] summary").click())
+      assert.include(
+        (yield* texts(page, "[data-testid=lane][data-status=denied] .lane-detail"))[0],
+        "Tool call was not executed because it was denied"
+      )
+      yield* Effect.promise(() => page.locator("[data-testid=lane][data-status=denied] summary").click())
+
+      mkdirSync(ARTIFACTS, { recursive: true })
+      const shot = join(ARTIFACTS, "coding-session.png")
+      yield* Effect.promise(() => page.screenshot({ path: shot, fullPage: true }))
+      console.log(`agentloop view screenshot: ${shot}`)
+
+      // Nothing but the page itself (and its own JSON polling) was requested: no network.
+      assert.isTrue(requests.length >= 1)
+      for (const url of requests) assert.isTrue(url.startsWith(view.url), `request outside the viewer: ${url}`)
+      assert.deepStrictEqual(errors, [])
+    }).pipe(Effect.provide(NodeServices.layer)), 60_000)
+
+  it.live("shows a failed invariant and an unfinished run for a session killed mid-batch", () =>
+    Effect.gen(function*() {
+      const view = yield* serveSession({ workspace: tmpdir(), session: fixture("killed-mid-batch.jsonl") })
+      const browser = yield* launch
+      const { page } = yield* open(browser, view.url)
+
+      assert.strictEqual(yield* count(page, "[data-testid=turn]"), 1)
+      assert.strictEqual(yield* count(page, "[data-testid=lane]"), 2)
+      assert.strictEqual(
+        yield* Effect.promise(() => page.locator("[data-testid=invariant][data-check=pairing]").getAttribute("data-ok")),
+        "false"
+      )
+      const pairing = (yield* texts(page, "[data-testid=invariant][data-check=pairing]"))[0]!
+      assert.include(pairing, `tool call "k1" has no result`)
+      assert.include(pairing, `tool call "k2" has no result`)
+      assert.include((yield* texts(page, "[data-testid=run-reason]"))[0], "no run_end")
+      assert.include((yield* texts(page, "[data-testid=invariants] h2"))[0], "1 invariant check(s) failed")
+
+      mkdirSync(ARTIFACTS, { recursive: true })
+      const shot = join(ARTIFACTS, "killed-mid-batch.png")
+      yield* Effect.promise(() => page.screenshot({ path: shot, fullPage: true }))
+      console.log(`agentloop view screenshot: ${shot}`)
+    }).pipe(Effect.provide(NodeServices.layer)), 60_000)
+})
