@@ -30,7 +30,9 @@ import { ProviderConfigError } from "./Errors.ts"
 import { messagesProtocol, messagesRequestBody } from "./internal/anthropicWire.ts"
 import { checkCommonOptions, endpoint, resolveApiKey } from "./internal/options.ts"
 import { makeProviderModel } from "./internal/transport.ts"
+import type { ModelPrices } from "./Models.ts"
 import type { RetryOptions } from "./Retry.ts"
+import type { TimeoutOptions } from "./Timeouts.ts"
 
 /**
  * Anthropic's endpoint, the default `baseUrl`.
@@ -71,6 +73,12 @@ export const ANTHROPIC_DEFAULT_MAX_TOKENS = 4096
  *   and less than `maxTokens`, and `temperature` must then be left out (or 1).
  * - `temperature`, `anthropicVersion`, `headers` (extra request headers, e.g. `anthropic-beta`),
  *   `retry`.
+ * - `publicHeaders`: names of `headers` whose values are not secret. Every other header value is
+ *   treated as a credential and scrubbed, like the key, from every message, log line and span.
+ * - `timeouts`: `TimeoutOptions` (first byte, idle, whole request; see `defaultTimeouts`).
+ * - `promptCaching`: cache breakpoints on the tools, the system prompt and the two latest user
+ *   turns (default true); `false` sends no `cache_control`.
+ * - `prices`: `ModelPrices` for `usage.cost` (default: `modelInfo(model).prices`); `false`: no cost.
  *
  * @since 0.1.0
  * @category models
@@ -85,6 +93,10 @@ export interface AnthropicOptions {
   readonly anthropicVersion?: string | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
   readonly retry?: RetryOptions | undefined
+  readonly timeouts?: TimeoutOptions | undefined
+  readonly publicHeaders?: ReadonlyArray<string> | undefined
+  readonly prices?: ModelPrices | false | undefined
+  readonly promptCaching?: boolean | undefined
 }
 
 /**
@@ -124,7 +136,17 @@ export const makeAnthropic = (
     })
     const client = yield* HttpClient.HttpClient
     const key = Option.map(apiKey, Redacted.value)
-    const settings = { model: checked.model, maxTokens, temperature: checked.temperature, thinkingBudget: budget }
+    const promptCaching = options.promptCaching ?? true
+    if (typeof promptCaching !== "boolean") {
+      return yield* new ProviderConfigError({ message: "promptCaching must be a boolean" })
+    }
+    const settings = {
+      model: checked.model,
+      maxTokens,
+      temperature: checked.temperature,
+      thinkingBudget: budget,
+      promptCaching
+    }
     const provider = "Anthropic"
     return makeProviderModel(client, {
       provider,
@@ -135,10 +157,14 @@ export const makeAnthropic = (
         ...checked.headers,
         ...(Option.isSome(key) ? { "x-api-key": key.value } : {})
       },
-      secrets: Option.toArray(key),
+      model: checked.model,
+      secrets: [...Option.toArray(key), ...checked.headerSecrets],
       retry: checked.retry,
+      timeouts: checked.timeouts,
+      prices: checked.prices,
       body: (request) => messagesRequestBody(request, settings),
-      protocol: ({ idPrefix, timestamp }) => messagesProtocol({ provider, model: checked.model, timestamp, idPrefix })
+      protocol: ({ clean, idPrefix, timestamp }) =>
+        messagesProtocol({ provider, model: checked.model, timestamp, idPrefix, clean })
     })
   })
 

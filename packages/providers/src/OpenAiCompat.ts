@@ -31,7 +31,9 @@ import { ProviderConfigError } from "./Errors.ts"
 import { chatProtocol, chatRequestBody } from "./internal/openAiWire.ts"
 import { checkCommonOptions, endpoint, resolveApiKey } from "./internal/options.ts"
 import { makeProviderModel } from "./internal/transport.ts"
+import type { ModelPrices } from "./Models.ts"
 import type { RetryOptions } from "./Retry.ts"
+import type { TimeoutOptions } from "./Timeouts.ts"
 
 /**
  * OpenAI's own endpoint, the default `baseUrl`.
@@ -56,6 +58,10 @@ export const OPENAI_BASE_URL = "https://api.openai.com/v1"
  * - `temperature`, `headers` (extra request headers, e.g. `OpenAI-Organization`, or Azure's
  *   `api-key`), `includeUsage` (send `stream_options.include_usage`, default true: turn it off
  *   for servers that reject it), `retry`.
+ * - `publicHeaders`: names of `headers` whose values are not secret. Every other header value is
+ *   treated as a credential and scrubbed, like the key, from every message, log line and span.
+ * - `timeouts`: `TimeoutOptions` (first byte, idle, whole request; see `defaultTimeouts`).
+ * - `prices`: `ModelPrices` for `usage.cost` (default: `modelInfo(model).prices`); `false`: no cost.
  *
  * @since 0.1.0
  * @category models
@@ -70,6 +76,9 @@ export interface OpenAiCompatOptions {
   readonly headers?: Readonly<Record<string, string>> | undefined
   readonly includeUsage?: boolean | undefined
   readonly retry?: RetryOptions | undefined
+  readonly timeouts?: TimeoutOptions | undefined
+  readonly publicHeaders?: ReadonlyArray<string> | undefined
+  readonly prices?: ModelPrices | false | undefined
 }
 
 const isOpenAiHost = (url: URL) => url.hostname === "api.openai.com"
@@ -120,10 +129,14 @@ export const makeOpenAiCompat = (
         ...checked.headers,
         ...(Option.isSome(key) ? { authorization: `Bearer ${key.value}` } : {})
       },
-      secrets: Option.toArray(key),
+      model: checked.model,
+      secrets: [...Option.toArray(key), ...checked.headerSecrets],
       retry: checked.retry,
+      timeouts: checked.timeouts,
+      prices: checked.prices,
       body: (request) => chatRequestBody(request, settings),
-      protocol: ({ idPrefix, timestamp }) => chatProtocol({ provider, model: checked.model, timestamp, idPrefix })
+      protocol: ({ clean, idPrefix, timestamp }) =>
+        chatProtocol({ provider, model: checked.model, timestamp, idPrefix, clean })
     })
   })
 

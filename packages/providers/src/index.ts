@@ -10,5 +10,7 @@
 export * from "./Anthropic.ts"
 export * from "./Errors.ts"
 export * from "./LanguageModelBridge.ts"
+export * from "./Models.ts"
 export * from "./OpenAiCompat.ts"
 export * from "./Retry.ts"
+export * from "./Timeouts.ts"

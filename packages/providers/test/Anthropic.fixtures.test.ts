@@ -11,6 +11,7 @@ import { echoTool } from "@agentloop/testkit"
 import { anthropicFetchLayer } from "@agentloop/providers"
 import { assistants, deltas, expected, fixture, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
 import { makeServer, namedSse } from "./helpers/server.ts"
+import { withCost } from "./helpers/usage.ts"
 
 type ExpectedBlock =
   | { readonly type: "text"; readonly text: string }
@@ -54,12 +55,12 @@ const expectedMessage = (file: string, stopReason: StopReason, errorMessage?: st
     }),
     stopReason,
     ...(errorMessage === undefined ? {} : { errorMessage }),
-    usage: {
+    usage: withCost({
       input: usage.input_tokens!,
       output: usage.output_tokens!,
       ...(usage.cache_read_input_tokens === undefined ? {} : { cacheRead: usage.cache_read_input_tokens }),
       ...(usage.cache_creation_input_tokens === undefined ? {} : { cacheWrite: usage.cache_creation_input_tokens })
-    },
+    }, e.model),
     model: e.model,
     timestamp: 0
   }
@@ -96,7 +97,9 @@ const cases: ReadonlyArray<Case> = [
   }
 ]
 
-const layer = (url: string) => anthropicFetchLayer({ model: "claude-test", baseUrl: url, apiKey: "sk-ant-test" })
+// the recorded requests are without cache breakpoints (Anthropic.test.ts covers them)
+const layer = (url: string) =>
+  anthropicFetchLayer({ model: "claude-test", baseUrl: url, apiKey: "sk-ant-test", promptCaching: false })
 
 describe("Anthropic fixtures, replayed through the loop", () => {
   it("covers every Anthropic fixture of expected.json", () => {

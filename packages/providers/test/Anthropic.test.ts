@@ -11,6 +11,7 @@ import { anthropicFetchLayer } from "@agentloop/providers"
 import type { AnthropicOptions } from "@agentloop/providers"
 import { TestClock } from "effect/testing"
 import { makeSleepWatch } from "./helpers/clock.ts"
+import { noTimeouts } from "./helpers/usage.ts"
 import { assistants, deltas, runLoop, toolResults } from "./helpers/loop.ts"
 import { makeServer, namedSse, sentHeaders } from "./helpers/server.ts"
 import type { Reply } from "./helpers/server.ts"
@@ -50,7 +51,7 @@ const sse = (...events: ReadonlyArray<Event | ReadonlyArray<Event>>): Reply => (
 const stopReply = sse(start, textBlock(0, "ok"), end("end_turn"))
 
 describe("Anthropic requests", () => {
-  it.effect("sends system, messages with tool_result blocks, replayable thinking, images, tools and options", () =>
+  it.effect("sends system, messages with tool_result blocks, replayable thinking, images, tools, options and cache breakpoints", () =>
     Effect.gen(function*() {
       const server = yield* makeServer([stopReply])
       const messages: ReadonlyArray<Message> = [
@@ -100,7 +101,7 @@ describe("Anthropic requests", () => {
       assert.deepStrictEqual(yield* server.bodyOf(0), {
         model: "claude-test",
         max_tokens: 4000,
-        system: "be brief",
+        system: [{ type: "text", text: "be brief", cache_control: { type: "ephemeral" } }],
         messages: [
           {
             role: "user",
@@ -127,15 +128,17 @@ describe("Anthropic requests", () => {
                 type: "tool_result",
                 tool_use_id: "t2",
                 content: [{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "cGlj" } }],
-                is_error: true
+                is_error: true,
+                // a breakpoint on each of the two latest user turns
+                cache_control: { type: "ephemeral" }
               }
             ]
           },
-          { role: "user", content: "thanks" }
+          { role: "user", content: [{ type: "text", text: "thanks", cache_control: { type: "ephemeral" } }] }
         ],
         tools: [
           { name: "echo", description: "fake tool echo", input_schema: parameters },
-          { name: "shot", description: "fake tool shot", input_schema: parameters }
+          { name: "shot", description: "fake tool shot", input_schema: parameters, cache_control: { type: "ephemeral" } }
         ],
         thinking: { type: "enabled", budget_tokens: 2048 },
         stream: true
@@ -149,8 +152,28 @@ describe("Anthropic requests", () => {
       assert.deepStrictEqual(yield* server.bodyOf(0), {
         model: "claude-test",
         max_tokens: 4096,
-        messages: [{ role: "user", content: "hi" }],
+        messages: [{ role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral" } }] }],
         temperature: 0.2,
+        stream: true
+      })
+    }))
+
+  it.effect("promptCaching: false sends no cache_control and plain text content", () =>
+    Effect.gen(function*() {
+      const server = yield* makeServer([stopReply])
+      yield* runLoop(layer(server.url, { promptCaching: false }), {
+        messages: [{ role: "user", content: "hi" }],
+        systemPrompt: "be brief",
+        tools: [echoTool("echo")]
+      })
+      const body = yield* server.bodyOf(0)
+      assert.notInclude(JSON.stringify(body), "cache_control")
+      assert.deepStrictEqual(body, {
+        model: "claude-test",
+        max_tokens: 4096,
+        system: "be brief",
+        messages: [{ role: "user", content: "hi" }],
+        tools: [{ name: "echo", description: "fake tool echo", input_schema: echoTool("echo").definition.parameters }],
         stream: true
       })
     }))
@@ -272,7 +295,7 @@ describe("Anthropic failures", () => {
     Effect.gen(function*() {
       const server = yield* makeServer([overloaded({ "retry-after": "3" }), stopReply])
       const sleeps = yield* makeSleepWatch
-      const fiber = yield* Effect.forkChild(sleeps.watch(runLoop(layer(server.url))))
+      const fiber = yield* Effect.forkChild(sleeps.watch(runLoop(layer(server.url, { timeouts: noTimeouts }))))
       yield* sleeps.started(1)
       assert.deepStrictEqual(yield* sleeps.durations, [3000])
       yield* TestClock.adjust("2999 millis")

@@ -10,6 +10,7 @@ import { echoTool } from "@agentloop/testkit"
 import { openAiCompatFetchLayer } from "@agentloop/providers"
 import { assistants, deltas, expected, fixture, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
 import { chatSse, makeServer } from "./helpers/server.ts"
+import { withCost } from "./helpers/usage.ts"
 
 interface ExpectedToolCall {
   readonly id: string
@@ -50,11 +51,11 @@ const expectedMessage = (file: string, stopReason: StopReason, errorMessage?: st
     ],
     stopReason,
     ...(errorMessage === undefined ? {} : { errorMessage }),
-    usage: {
+    usage: withCost({
       input: e.usage.prompt_tokens - (cached ?? 0),
       output: e.usage.completion_tokens,
       ...(cached === undefined ? {} : { cacheRead: cached })
-    },
+    }, e.models.filter((m) => m !== "").at(-1)!),
     model: e.models.filter((m) => m !== "").at(-1)!,
     timestamp: 0
   }

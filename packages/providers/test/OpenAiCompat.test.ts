@@ -11,6 +11,7 @@ import { openAiCompatFetchLayer } from "@agentloop/providers"
 import type { OpenAiCompatOptions } from "@agentloop/providers"
 import { TestClock } from "effect/testing"
 import { makeSleepWatch } from "./helpers/clock.ts"
+import { noTimeouts } from "./helpers/usage.ts"
 import { assistants, deltas, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
 import { chatSse, makeServer, sentHeaders } from "./helpers/server.ts"
 import type { Reply } from "./helpers/server.ts"
@@ -360,7 +361,7 @@ describe("OpenAI-compatible failures", () => {
         stopReply
       ])
       const sleeps = yield* makeSleepWatch
-      const fiber = yield* Effect.forkChild(sleeps.watch(runLoop(layer(server.url))))
+      const fiber = yield* Effect.forkChild(sleeps.watch(runLoop(layer(server.url, { timeouts: noTimeouts }))))
       yield* sleeps.started(1)
       assert.deepStrictEqual(yield* sleeps.durations, [2000])
       yield* TestClock.adjust("1999 millis")
@@ -381,7 +382,10 @@ describe("OpenAI-compatible failures", () => {
       const server = yield* makeServer([unavailable, unavailable, unavailable, stopReply])
       const sleeps = yield* makeSleepWatch
       const fiber = yield* Effect.forkChild(
-        sleeps.watch(runLoop(layer(server.url, { retry: { maxRetries: 2, initialDelay: "100 millis", jitter: 0 } })))
+        sleeps.watch(runLoop(layer(server.url, {
+          retry: { maxRetries: 2, initialDelay: "100 millis", jitter: 0 },
+          timeouts: noTimeouts
+        })))
       )
       yield* sleeps.started(1)
       yield* TestClock.adjust("99 millis")

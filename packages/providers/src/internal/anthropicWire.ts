@@ -4,9 +4,11 @@
  * `message_stop`, `ping`, `error`).
  */
 import { Result, Schema } from "effect"
-import type { Message, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
 import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
+import { clip } from "./text.ts"
+import type { Cleaner } from "./text.ts"
 import { emit, fail, parseEventData } from "./transport.ts"
 import type { Step, WireProtocol } from "./transport.ts"
 
@@ -20,9 +22,13 @@ export interface MessagesSettings {
   readonly maxTokens: number
   readonly temperature: number | undefined
   readonly thinkingBudget: number | undefined
+  readonly promptCaching: boolean
 }
 
-type Block =
+/** The marker of a prompt-cache breakpoint: the prefix up to and including the block is cached. */
+const cacheControl = { type: "ephemeral" } as const
+
+type Block = (
   | { readonly type: "text"; readonly text: string }
   | {
     readonly type: "image"
@@ -37,6 +43,7 @@ type Block =
     readonly content?: ReadonlyArray<Block>
     readonly is_error?: true
   }
+) & { readonly cache_control?: typeof cacheControl }
 
 type WireMessage = { readonly role: "user" | "assistant"; readonly content: string | ReadonlyArray<Block> }
 
@@ -55,7 +62,10 @@ const userBlock = (part: Extract<Part, { type: "text" | "image" }>): ReadonlyArr
  * cannot be verified by Anthropic and is left out. An assistant message with no blocks left is
  * left out.
  */
-export const toAnthropicMessages = (messages: ReadonlyArray<Message>): Array<WireMessage> => {
+export const toAnthropicMessages = (
+  messages: ReadonlyArray<Message>,
+  options: { readonly textAsBlocks: boolean } = { textAsBlocks: false }
+): Array<WireMessage> => {
   const out: Array<WireMessage> = []
   let results: Array<Block> = []
   const flushResults = () => {
@@ -68,7 +78,9 @@ export const toAnthropicMessages = (messages: ReadonlyArray<Message>): Array<Wir
       case "user":
         out.push({
           role: "user",
-          content: typeof message.content === "string" ? message.content : message.content.flatMap(userBlock)
+          content: typeof message.content === "string" ?
+            (options.textAsBlocks ? userBlock({ type: "text", text: message.content }) : message.content) :
+            message.content.flatMap(userBlock)
         })
         break
       case "assistant": {
@@ -105,27 +117,61 @@ export const toAnthropicMessages = (messages: ReadonlyArray<Message>): Array<Wir
   return out
 }
 
-/** The request body, in the key order Anthropic documents. */
-export const messagesRequestBody = (request: ModelRequest, settings: MessagesSettings): Record<string, unknown> => ({
-  model: settings.model,
-  max_tokens: settings.maxTokens,
-  ...(request.systemPrompt === undefined || request.systemPrompt.length === 0 ? {} : { system: request.systemPrompt }),
-  messages: toAnthropicMessages(request.messages),
-  ...(request.tools.length > 0 ?
-    {
-      tools: request.tools.map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        input_schema: tool.parameters
-      }))
-    } :
-    {}),
-  ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
-  ...(settings.thinkingBudget === undefined ?
-    {} :
-    { thinking: { type: "enabled", budget_tokens: settings.thinkingBudget } }),
-  stream: true
-})
+/** How many of the latest user turns get a cache breakpoint (with the system prompt and the tools: 4, the API's maximum). */
+const CACHED_TURNS = 2
+
+/**
+ * The messages with a cache breakpoint on the last block of each of the `CACHED_TURNS` latest user
+ * messages (tool results included). The latest caches the whole prompt for the next request; the
+ * one before it is where the previous request wrote its cache, so this request reads it.
+ */
+const withTurnBreakpoints = (messages: ReadonlyArray<WireMessage>): Array<WireMessage> => {
+  const out = [...messages]
+  let marked = 0
+  for (let i = out.length - 1; i >= 0 && marked < CACHED_TURNS; i--) {
+    const message = out[i]!
+    if (message.role !== "user" || typeof message.content === "string" || message.content.length === 0) continue
+    const blocks = [...message.content]
+    blocks[blocks.length - 1] = { ...blocks[blocks.length - 1]!, cache_control: cacheControl }
+    out[i] = { role: "user", content: blocks }
+    marked++
+  }
+  return out
+}
+
+/**
+ * The request body, in the key order Anthropic documents. With prompt caching, breakpoints go on
+ * the last tool definition, the system prompt (sent as a text block) and the latest user turns;
+ * user text is always sent as blocks so that a turn reads the same whether or not it carries the
+ * breakpoint (the cached prefix must not change under the cache).
+ */
+export const messagesRequestBody = (request: ModelRequest, settings: MessagesSettings): Record<string, unknown> => {
+  const caching = settings.promptCaching
+  const hasSystem = request.systemPrompt !== undefined && request.systemPrompt.length > 0
+  const messages = toAnthropicMessages(request.messages, { textAsBlocks: caching })
+  const tools = request.tools.map((tool, index) => ({
+    name: tool.name,
+    description: tool.description,
+    input_schema: tool.parameters,
+    ...(caching && index === request.tools.length - 1 ? { cache_control: cacheControl } : {})
+  }))
+  return {
+    model: settings.model,
+    max_tokens: settings.maxTokens,
+    ...(!hasSystem ?
+      {} :
+      caching ?
+      { system: [{ type: "text", text: request.systemPrompt, cache_control: cacheControl }] } :
+      { system: request.systemPrompt }),
+    messages: caching ? withTurnBreakpoints(messages) : messages,
+    ...(tools.length > 0 ? { tools } : {}),
+    ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
+    ...(settings.thinkingBudget === undefined ?
+      {} :
+      { thinking: { type: "enabled", budget_tokens: settings.thinkingBudget } }),
+    stream: true
+  }
+}
 
 // -----------------------------------------------------------------------------
 // Stream
@@ -205,11 +251,20 @@ export const anthropicStopReason = (
     case "refusal":
       return { stopReason: "error", error: "Anthropic: the model refused to answer (stop reason \"refusal\")" }
     default:
-      return { stopReason: "error", error: `Anthropic ended the turn with an unsupported stop reason "${stopReason}"` }
+      return {
+        stopReason: "error",
+        error: `Anthropic ended the turn with an unsupported stop reason "${clip(stopReason, 100)}"`
+      }
   }
 }
 
-const retryableErrorTypes = new Set(["overloaded_error", "api_error", "rate_limit_error", "timeout_error"])
+/** The in-band error types worth a retry (when nothing was streamed yet), and what they mean. */
+const retryableErrorTypes: Readonly<Record<string, ModelErrorReason>> = {
+  overloaded_error: "overloaded",
+  api_error: "server",
+  rate_limit_error: "rate_limit",
+  timeout_error: "timeout"
+}
 
 /** The decoder of one Messages stream. */
 export const messagesProtocol = (options: {
@@ -217,6 +272,7 @@ export const messagesProtocol = (options: {
   readonly model: string
   readonly timestamp: number
   readonly idPrefix: string
+  readonly clean: Cleaner
 }): WireProtocol => {
   const assembly = new MessageAssembly(options.idPrefix)
   const usage: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number } = {}
@@ -255,16 +311,16 @@ export const messagesProtocol = (options: {
   }
 
   const decode = <A>(data: string, decoder: (u: unknown) => Result.Result<A, Schema.SchemaError>) =>
-    parseEventData(options.provider, data, decoder)
+    parseEventData(options.provider, options.clean, data, decoder)
 
   const onEvent = (data: string): Step => {
     const envelope = decode(data, decoders.envelope)
-    if (Result.isFailure(envelope)) return fail(envelope.failure)
+    if (Result.isFailure(envelope)) return fail(envelope.failure, "protocol")
     const events: Array<ModelEvent> = []
     switch (envelope.success.type) {
       case "message_start": {
         const event = decode(data, decoders.message_start)
-        if (Result.isFailure(event)) return fail(event.failure)
+        if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const start = event.success.message
         if (typeof start.model === "string" && start.model.length > 0) model = start.model
         addUsage(start.usage)
@@ -272,7 +328,7 @@ export const messagesProtocol = (options: {
       }
       case "content_block_start": {
         const event = decode(data, decoders.content_block_start)
-        if (Result.isFailure(event)) return fail(event.failure)
+        if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const key = `block:${event.success.index}`
         const block = event.success.content_block
         switch (block.type) {
@@ -294,7 +350,7 @@ export const messagesProtocol = (options: {
       }
       case "content_block_delta": {
         const event = decode(data, decoders.content_block_delta)
-        if (Result.isFailure(event)) return fail(event.failure)
+        if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const key = `block:${event.success.index}`
         const delta = event.success.delta
         switch (delta.type) {
@@ -315,7 +371,7 @@ export const messagesProtocol = (options: {
       }
       case "message_delta": {
         const event = decode(data, decoders.message_delta)
-        if (Result.isFailure(event)) return fail(event.failure)
+        if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const stop = event.success.delta.stop_reason
         if (typeof stop === "string" && stop.length > 0) wireStop = stop
         addUsage(event.success.usage)
@@ -325,12 +381,13 @@ export const messagesProtocol = (options: {
         return finalize()
       case "error": {
         const event = decode(data, decoders.error)
-        if (Result.isFailure(event)) return fail(event.failure)
+        if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const { message, type } = event.success.error
-        const text = `${options.provider} reported an error in the stream: ${type ?? "error"}: ` +
-          (message ?? "unknown error")
+        const text = `${options.provider} reported an error in the stream: ${options.clean(type ?? "error", 100)}: ` +
+          options.clean(message ?? "unknown error")
         // nothing shown yet: a retry is invisible to the caller
-        if (emitted === 0 && type != null && retryableErrorTypes.has(type)) return fail(text, true)
+        const retryAs = type != null && Object.hasOwn(retryableErrorTypes, type) ? retryableErrorTypes[type] : undefined
+        if (emitted === 0 && retryAs !== undefined) return fail(text, retryAs, true)
         return finalize(text)
       }
       // ping, content_block_stop and event types added later carry nothing to keep
@@ -344,6 +401,7 @@ export const messagesProtocol = (options: {
     onEnd: () =>
       wireStop !== undefined ?
         finalize() :
-        fail(`the stream from ${options.provider} ended before the response was complete`, true)
+        fail(`the stream from ${options.provider} ended before the response was complete`, "network", true),
+    complete: () => wireStop !== undefined
   }
 }

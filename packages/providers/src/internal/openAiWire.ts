@@ -4,9 +4,10 @@
  * their differences: see the fixtures' README).
  */
 import { Result, Schema } from "effect"
-import type { Message, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
 import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
+import type { Cleaner } from "./text.ts"
 import { emit, fail, parseEventData } from "./transport.ts"
 import type { Step, WireProtocol } from "./transport.ts"
 
@@ -162,7 +163,8 @@ const WireChunk = Schema.Struct({
   usage: Schema.optional(Schema.NullOr(Schema.Struct({
     prompt_tokens: OptionalNumber,
     completion_tokens: OptionalNumber,
-    prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalNumber })))
+    prompt_tokens_details: Schema.optional(Schema.NullOr(Schema.Struct({ cached_tokens: OptionalNumber }))),
+    prompt_cache_hit_tokens: OptionalNumber
   }))),
   error: Schema.optional(Schema.NullOr(Schema.Union([
     Schema.String,
@@ -174,7 +176,8 @@ type WireChunk = typeof WireChunk.Type
 const decodeChunk = Schema.decodeUnknownResult(WireChunk)
 
 const usageOf = (usage: NonNullable<WireChunk["usage"]>): Usage => {
-  const cached = usage.prompt_tokens_details?.cached_tokens ?? undefined
+  // OpenAI reports cached prompt tokens in prompt_tokens_details, DeepSeek as prompt_cache_hit_tokens
+  const cached = usage.prompt_tokens_details?.cached_tokens ?? usage.prompt_cache_hit_tokens ?? undefined
   return {
     input: (usage.prompt_tokens ?? 0) - (cached ?? 0),
     output: usage.completion_tokens ?? 0,
@@ -182,25 +185,46 @@ const usageOf = (usage: NonNullable<WireChunk["usage"]>): Usage => {
   }
 }
 
+/** Finish reasons that mean the model ended its answer on its own (vendors and local servers differ). */
+export const chatStopReasons: ReadonlyArray<string> = ["stop", "eos", "eos_token", "end_turn", "stop_sequence"]
+
 /**
- * SPEC stop mapping for Chat Completions: `stop` → stop, `tool_calls` → toolUse, `length` →
- * length, `content_filter` → error. Local servers (older Ollama and vLLM builds, Kimi via
- * OpenRouter) end tool calls with `stop` or with no finish reason at all: when the message holds
- * tool calls those become toolUse, otherwise stop.
+ * SPEC stop mapping for Chat Completions: `chatStopReasons` (`stop` and the synonyms local servers
+ * use) → stop, `tool_calls` / `function_call` → toolUse, `length` / `max_tokens` → length,
+ * `content_filter` → error. Local servers (older Ollama and vLLM builds, Kimi via OpenRouter) end
+ * tool calls with `stop` or with no finish reason at all: when the message holds tool calls those
+ * become toolUse, otherwise stop. Any other finish reason is an error naming it: the answer may
+ * be cut short for a reason the client does not know.
  */
-export const chatStopReason = (finishReason: string | undefined, hasToolCalls: boolean): StopReason => {
+export const chatStopReason = (
+  finishReason: string | undefined,
+  hasToolCalls: boolean
+): { readonly stopReason: StopReason; readonly unknown?: string } => {
+  if (finishReason === undefined || chatStopReasons.includes(finishReason)) {
+    return { stopReason: hasToolCalls ? "toolUse" : "stop" }
+  }
   switch (finishReason) {
     case "tool_calls":
     case "function_call":
-      return "toolUse"
+      return { stopReason: "toolUse" }
     case "length":
-      return "length"
+    case "max_tokens":
+      return { stopReason: "length" }
     case "content_filter":
-      return "error"
+      return { stopReason: "error" }
     default:
-      return hasToolCalls ? "toolUse" : "stop"
+      return { stopReason: "error", unknown: finishReason }
   }
 }
+
+const wireErrorReason = (label: string): ModelErrorReason =>
+  /rate_limit|429/i.test(label) ?
+    "rate_limit" :
+    /overloaded|unavailable|503/i.test(label) ?
+    "overloaded" :
+    /timeout|408/i.test(label) ?
+    "timeout" :
+    "server"
 
 const retryableErrorCode = (error: Exclude<NonNullable<WireChunk["error"]>, string>): boolean => {
   const code = error.code
@@ -215,6 +239,7 @@ export const chatProtocol = (options: {
   readonly model: string
   readonly timestamp: number
   readonly idPrefix: string
+  readonly clean: Cleaner
 }): WireProtocol => {
   const assembly = new MessageAssembly(options.idPrefix)
   const toolKeys = new Map<number | string, string>()
@@ -241,13 +266,17 @@ export const chatProtocol = (options: {
     return key
   }
 
+  const complete = () => finishReason !== undefined || error !== undefined
+
   const finalize = (): Step => {
-    const hasCalls = assembly.hasToolCalls()
-    const stopReason: StopReason = error !== undefined ? "error" : chatStopReason(finishReason, hasCalls)
+    const mapped = chatStopReason(finishReason, assembly.hasToolCalls())
+    const stopReason: StopReason = error !== undefined ? "error" : mapped.stopReason
     const errorMessage = error !== undefined ?
       `${options.provider} reported an error in the stream: ${error}` :
       finishReason === "content_filter" ?
       `${options.provider} stopped the response with its content filter` :
+      mapped.unknown !== undefined ?
+      `${options.provider} ended the turn with an unknown finish reason "${options.clean(mapped.unknown, 100)}"` :
       undefined
     const message = assembly.finish({
       stopReason,
@@ -285,12 +314,14 @@ export const chatProtocol = (options: {
     if (chunk.error !== undefined && chunk.error !== null && error === undefined) {
       const wireError = chunk.error
       if (typeof wireError !== "string" && emitted + events.length === 0 && retryableErrorCode(wireError)) {
-        const text = wireError.message ?? "unknown error"
-        return fail(`${options.provider} reported an error in the stream: ${text}`, true)
+        const text = options.clean(wireError.message ?? "unknown error")
+        const label = `${String(wireError.code ?? "")} ${wireError.type ?? ""} ${text}`
+        return fail(`${options.provider} reported an error in the stream: ${text}`, wireErrorReason(label), true)
       }
       const code = typeof wireError === "string" ? undefined : wireError.code
       const text = typeof wireError === "string" ? wireError : wireError.message ?? wireError.type ?? "unknown error"
-      error = typeof code === "string" || typeof code === "number" ? `${text} (code ${code})` : text
+      const codeNote = typeof code === "string" || typeof code === "number" ? ` (code ${options.clean(String(code), 100)})` : ""
+      error = `${options.clean(text)}${codeNote}`
     }
     emitted += events.length
     return emit(events)
@@ -300,12 +331,13 @@ export const chatProtocol = (options: {
     onEvent: (event: Sse.Event) => {
       const data = event.data.trim()
       if (data === "[DONE]") return finalize()
-      const chunk = parseEventData(options.provider, data, decodeChunk)
-      return Result.isFailure(chunk) ? fail(chunk.failure) : onChunk(chunk.success)
+      const chunk = parseEventData(options.provider, options.clean, data, decodeChunk)
+      return Result.isFailure(chunk) ? fail(chunk.failure, "protocol") : onChunk(chunk.success)
     },
     onEnd: () =>
-      finishReason !== undefined || error !== undefined ?
+      complete() ?
         finalize() :
-        fail(`the stream from ${options.provider} ended before the response was complete`, true)
+        fail(`the stream from ${options.provider} ended before the response was complete`, "network", true),
+    complete
   }
 }

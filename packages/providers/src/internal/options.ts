@@ -4,8 +4,11 @@
  */
 import { Config, Effect, Option, Redacted, Result } from "effect"
 import { ProviderConfigError } from "../Errors.ts"
+import type { ModelPrices } from "../Models.ts"
 import { makeRetryPolicy } from "../Retry.ts"
 import type { RetryOptions, RetryPolicy } from "../Retry.ts"
+import { makeTimeoutPolicy } from "../Timeouts.ts"
+import type { TimeoutOptions, TimeoutPolicy } from "../Timeouts.ts"
 
 /** The options both providers take. */
 export interface CommonOptions {
@@ -15,7 +18,10 @@ export interface CommonOptions {
   readonly maxTokens?: number | undefined
   readonly temperature?: number | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly publicHeaders?: ReadonlyArray<string> | undefined
   readonly retry?: RetryOptions | undefined
+  readonly timeouts?: TimeoutOptions | undefined
+  readonly prices?: ModelPrices | false | undefined
 }
 
 /** `CommonOptions` checked, with the base URL normalised and the retry policy resolved. */
@@ -25,7 +31,12 @@ export interface CheckedOptions {
   readonly maxTokens: number | undefined
   readonly temperature: number | undefined
   readonly headers: Readonly<Record<string, string>>
+  /** The values of `headers` not marked public: scrubbed from every message. */
+  readonly headerSecrets: ReadonlyArray<string>
   readonly retry: RetryPolicy
+  readonly timeouts: TimeoutPolicy
+  /** `undefined`: look the model up in the price table; `false`: no cost. */
+  readonly prices: ModelPrices | false | undefined
 }
 
 const configError = (message: string) => Result.fail(new ProviderConfigError({ message }))
@@ -63,17 +74,38 @@ export const checkCommonOptions = (
     }
     headers[name.toLowerCase()] = value
   }
+  const publicHeaders = options.publicHeaders ?? []
+  if (!Array.isArray(publicHeaders) || !publicHeaders.every((name) => typeof name === "string")) {
+    return configError("publicHeaders must be an array of header names")
+  }
+  const publicNames = new Set(publicHeaders.map((name) => name.toLowerCase()))
+  const headerSecrets = Object.entries(headers).flatMap(([name, value]) => (publicNames.has(name) ? [] : [value]))
   if (options.apiKey !== undefined && Redacted.value(toRedacted(options.apiKey)).length === 0) {
     return configError("apiKey must not be empty")
   }
-  return Result.map(makeRetryPolicy(options.retry), (retry) => ({
-    model,
-    baseUrl,
-    maxTokens,
-    temperature,
-    headers,
-    retry
-  }))
+  const prices = options.prices
+  if (prices !== undefined && prices !== false) {
+    const problem = checkPrices(prices)
+    if (problem !== undefined) return configError(problem)
+  }
+  return Result.gen(function*() {
+    const retry = yield* makeRetryPolicy(options.retry)
+    const timeouts = yield* makeTimeoutPolicy(options.timeouts)
+    return { model, baseUrl, maxTokens, temperature, headers, headerSecrets, retry, timeouts, prices }
+  })
+}
+
+const checkPrices = (prices: ModelPrices): string | undefined => {
+  if (typeof prices !== "object" || prices === null) return "prices must be an object or false"
+  for (const field of ["input", "output", "cacheRead", "cacheWrite"] as const) {
+    const value = prices[field]
+    const required = field === "input" || field === "output"
+    if (value === undefined && !required) continue
+    if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+      return `prices.${field} must be a finite number >= 0 (US dollars per million tokens)`
+    }
+  }
+  return undefined
 }
 
 const toRedacted = (key: string | Redacted.Redacted<string>): Redacted.Redacted<string> =>

@@ -1,24 +1,32 @@
 /**
- * The provider-independent half of a request: send one JSON POST, map the HTTP outcome (status,
- * provider error body, transport failure), decode the body as server-sent events, feed them to
- * a wire protocol, retry what the retry policy allows, and turn every other failure into a
- * `ModelError` whose message never carries an API key or a stack trace.
+ * The provider-independent half of a request: send one JSON POST (redirects never followed),
+ * map the HTTP outcome (status, provider error body, content type, transport failure), decode the
+ * body as server-sent events under the time limits, feed them to a wire protocol, retry what the
+ * retry policy allows (each retry logged and recorded on the span), and turn every other failure
+ * into a typed `ModelError` whose message never carries a credential or a stack trace.
  */
-import { Clock, Duration, Effect, Random, Result, Stream } from "effect"
+import { Clock, Duration, Effect, Option, Random, Result, Stream } from "effect"
 import type { Schema } from "effect"
 import { Model, ModelError } from "@agentloop/core"
-import type { ModelEvent, ModelRequest } from "@agentloop/core"
+import type { AssistantMessage, ModelErrorReason, ModelEvent, ModelRequest } from "@agentloop/core"
 import { Sse } from "effect/encoding"
-import { HttpClient, HttpClientRequest } from "effect/http"
+import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientError, HttpClientResponse } from "effect/http"
+import { modelInfo, usageCost } from "../Models.ts"
+import type { ModelPrices } from "../Models.ts"
 import { backoffDelay, retryAfterOf, shouldRetryResponse } from "../Retry.ts"
 import type { RetryPolicy } from "../Retry.ts"
-import { clip, scrub } from "./text.ts"
+import { FINISH_GRACE } from "../Timeouts.ts"
+import type { TimeoutPolicy } from "../Timeouts.ts"
+import { makeCleaner, scrub, secretForms } from "./text.ts"
+import type { Cleaner } from "./text.ts"
 
 /** Why one attempt failed, before it becomes a `ModelError` (or a retry). */
 export interface Failure {
   readonly message: string
+  readonly reason: ModelErrorReason
   readonly retryable: boolean
+  readonly status?: number | undefined
   readonly retryAfter?: Duration.Duration | undefined
 }
 
@@ -32,36 +40,46 @@ export interface WireProtocol {
   readonly onEvent: (event: Sse.Event) => Step
   /** The body ended before the protocol saw its end. */
   readonly onEnd: () => Step
+  /** Whether the provider has said why the answer ended: what came is the whole answer. */
+  readonly complete: () => boolean
 }
 
 /** Everything a request needs; built once per model request. */
 export interface ProviderCall {
   /** How messages name the other side, e.g. "Anthropic". */
   readonly provider: string
+  readonly model: string
   readonly url: string
   readonly headers: Readonly<Record<string, string>>
   readonly body: string
-  /** Values scrubbed from every message (the API key). */
+  /** Credentials (the API key, the header values not marked public): scrubbed from every message. */
   readonly secrets: ReadonlyArray<string>
   readonly retry: RetryPolicy
+  readonly timeouts: TimeoutPolicy
+  /** Explicit prices; `undefined`: the price table; `false`: no cost. */
+  readonly prices: ModelPrices | false | undefined
 }
 
 export const emit = (events: ReadonlyArray<ModelEvent>, finished = false): Step => ({ _tag: "Emit", events, finished })
-export const fail = (message: string, retryable = false): Step => ({ _tag: "Fail", failure: { message, retryable } })
+export const fail = (message: string, reason: ModelErrorReason, retryable = false): Step => ({
+  _tag: "Fail",
+  failure: { message, reason, retryable }
+})
 
-/** Parses an event's JSON data with `decode`, or says why it is malformed. */
+/** Parses an event's JSON data with `decode`, or says why it is malformed (server text cleaned). */
 export const parseEventData = <A>(
   provider: string,
+  clean: Cleaner,
   data: string,
   decode: (u: unknown) => Result.Result<A, Schema.SchemaError>
 ): Result.Result<A, string> => {
   const json = Result.try((): unknown => JSON.parse(data))
   if (Result.isFailure(json)) {
-    return Result.fail(`malformed event stream from ${provider}: event data is not JSON: ${clip(data, 200)}`)
+    return Result.fail(`malformed event stream from ${provider}: event data is not JSON: ${clean(data, 200)}`)
   }
   return Result.mapError(
     decode(json.success),
-    (error) => `malformed event stream from ${provider}: unexpected event shape: ${clip(error.message, 200)}`
+    (error) => `malformed event stream from ${provider}: unexpected event shape: ${clean(error.message, 200)}`
   )
 }
 
@@ -74,26 +92,28 @@ export const displayUrl = (url: string): string => {
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null
 
 /**
- * The readable part of a provider's error body: `error.message` (OpenAI, Anthropic, llama.cpp,
- * OpenRouter), `error` as a string (Ollama), `message` or `detail` (other servers), else the
- * start of the raw text.
+ * The readable part of a provider's error body, scrubbed then clipped: `error.message` (OpenAI,
+ * Anthropic, llama.cpp, OpenRouter), `error` as a string (Ollama), `message` or `detail` (other
+ * servers), else the start of the raw text.
  */
-export const providerErrorText = (body: string): string | undefined => {
+export const providerErrorText = (body: string, clean: Cleaner): string | undefined => {
   const parsed = Result.try((): unknown => JSON.parse(body))
   if (Result.isSuccess(parsed) && isObject(parsed.success)) {
     const json = parsed.success
     const error = json["error"]
-    if (typeof error === "string" && error.length > 0) return error
+    if (typeof error === "string" && error.length > 0) return clean(error)
     if (isObject(error) && typeof error["message"] === "string") {
       const type = typeof error["type"] === "string" ? error["type"] : undefined
-      return type !== undefined && type !== "error" ? `${type}: ${error["message"]}` : error["message"]
+      const code = typeof error["code"] === "string" && error["code"] !== type ? error["code"] : undefined
+      const label = [type !== "error" ? type : undefined, code].filter((part) => part !== undefined).join(" ")
+      return clean(label.length > 0 ? `${label}: ${error["message"]}` : error["message"])
     }
     for (const key of ["message", "detail"]) {
-      if (typeof json[key] === "string" && json[key].length > 0) return json[key]
+      if (typeof json[key] === "string" && json[key].length > 0) return clean(json[key])
     }
   }
   const trimmed = body.trim()
-  return trimmed.length > 0 ? clip(trimmed) : undefined
+  return trimmed.length > 0 ? clean(trimmed) : undefined
 }
 
 /** The innermost readable reason of a thrown value (fetch wraps the socket error in `cause`). */
@@ -107,6 +127,31 @@ const innermostReason = (u: unknown): string | undefined => {
   return reason
 }
 
+const contextLengthText =
+  /context[_ ]length|context window|maximum context|context size|prompt is too long|too many (input )?tokens|input is too long|reduce the length/i
+const contentFilterText = /content[_ ]filter|content[_ ]policy|content management policy|safety system/i
+
+/** What an HTTP error status (and the provider's text) says about the failure. */
+export const reasonOfStatus = (status: number, text: string): ModelErrorReason => {
+  if (status === 401 || status === 403) return "auth"
+  if (status === 402 || status === 429) return "rate_limit"
+  if (status === 503 || status === 529) return "overloaded"
+  if (status === 408 || status === 504) return "timeout"
+  if (status >= 500) return "server"
+  if (status === 404) return "not_found"
+  if (status === 409) return "server"
+  if (contextLengthText.test(text)) return "context_length"
+  if (contentFilterText.test(text)) return "content_filter"
+  return "invalid_request"
+}
+
+/** `effect` bounded by `duration` (no bound when it is infinite): `None` when time ran out. */
+const withinOption = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  duration: Duration.Duration
+): Effect.Effect<Option.Option<A>, E, R> =>
+  Duration.isFinite(duration) ? Effect.timeoutOption(effect, duration) : Effect.asSome(effect)
+
 const statusHint = (status: number): string =>
   status === 401 || status === 403 ?
     " (check the API key)" :
@@ -114,54 +159,163 @@ const statusHint = (status: number): string =>
     " (check the base URL and the model name)" :
     ""
 
+const boundedBody = (
+  call: ProviderCall,
+  response: HttpClientResponse.HttpClientResponse
+): Effect.Effect<string> =>
+  withinOption(response.text, call.timeouts.idle).pipe(
+    Effect.map(Option.getOrElse(() => "")),
+    Effect.orElseSucceed(() => "")
+  )
+
 const statusFailure = (
   call: ProviderCall,
+  clean: Cleaner,
   response: HttpClientResponse.HttpClientResponse
 ): Effect.Effect<Failure> =>
   Effect.gen(function*() {
-    const body = yield* Effect.orElseSucceed(response.text, () => "")
-    const text = providerErrorText(body)
+    const text = providerErrorText(yield* boundedBody(call, response), clean)
     const now = yield* Clock.currentTimeMillis
     return {
       message: `${call.provider} answered HTTP ${response.status}${statusHint(response.status)}` +
         (text === undefined ? "" : `: ${text}`),
+      reason: reasonOfStatus(response.status, text ?? ""),
+      status: response.status,
       retryable: shouldRetryResponse(response.status, response.headers),
       retryAfter: retryAfterOf(response.headers, now)
     }
   })
 
-const transportFailure = (call: ProviderCall, error: HttpClientError.HttpClientError): Failure => {
-  const reason = error.reason
-  if (reason._tag === "InvalidUrlError") {
-    return { message: `the ${call.provider} URL is not valid: ${displayUrl(call.url)}`, retryable: false }
+const redirectFailure = (call: ProviderCall, response: HttpClientResponse.HttpClientResponse): Failure => {
+  const location = response.headers["location"]
+  const target = location === undefined ? undefined : Result.try(() => new URL(location, call.url))
+  const where = target === undefined ?
+    "without a Location" :
+    Result.isSuccess(target) ?
+    `to ${target.success.origin}` :
+    "to an invalid address"
+  return {
+    message: `${call.provider} answered HTTP ${response.status}, a redirect ${where}; redirects are not followed, ` +
+      `so credentials are never sent to another address: set baseUrl to the address the provider expects`,
+    reason: "redirect",
+    status: response.status,
+    retryable: false
   }
-  const detail = innermostReason(reason.cause) ?? reason.description ?? reason._tag
-  return { message: `could not reach ${call.provider} at ${displayUrl(call.url)}: ${detail}`, retryable: true }
 }
 
-/** Sends the request; a non-2xx status or a response that is not an event stream is a `Failure`. */
+/** The start of a body that is not an event stream, for the message (bounded in size and time). */
+const bodySnippet = (
+  call: ProviderCall,
+  clean: Cleaner,
+  response: HttpClientResponse.HttpClientResponse
+): Effect.Effect<string> =>
+  withinOption(Stream.runHead(Stream.decodeText(response.stream)), call.timeouts.idle).pipe(
+    Effect.map((head) => Option.getOrElse(Option.flatten(head), () => "")),
+    Effect.orElseSucceed(() => ""),
+    Effect.map((text) => {
+      const flat = text.replace(/\s+/g, " ").trim()
+      return flat.length > 0 ? `: ${clean(flat, 200)}` : ""
+    })
+  )
+
+const wrongContentType = (
+  call: ProviderCall,
+  clean: Cleaner,
+  response: HttpClientResponse.HttpClientResponse,
+  contentType: string
+): Effect.Effect<Failure> => {
+  if (contentType.includes("application/json")) {
+    return Effect.succeed({
+      message: `${call.provider} answered with JSON instead of an event stream; does it support "stream": true?`,
+      reason: "protocol",
+      status: response.status,
+      retryable: false
+    })
+  }
+  const hint = contentType.includes("text/html") ? " (a login page or a proxy in the way? check the base URL)" : ""
+  return Effect.map(bodySnippet(call, clean, response), (snippet) => ({
+    message: `${call.provider} answered HTTP ${response.status} with content type "${clean(contentType, 100)}" ` +
+      `instead of an event stream${hint}${snippet}`,
+    reason: "protocol",
+    status: response.status,
+    retryable: false
+  }))
+}
+
+const transportFailure = (call: ProviderCall, clean: Cleaner, error: HttpClientError.HttpClientError): Failure => {
+  const reason = error.reason
+  if (reason._tag === "InvalidUrlError") {
+    return {
+      message: `the ${call.provider} URL is not valid: ${clean(displayUrl(call.url))}`,
+      reason: "invalid_request",
+      retryable: false
+    }
+  }
+  const detail = innermostReason(reason.cause) ?? reason.description ?? reason._tag
+  return {
+    message: `could not reach ${call.provider} at ${clean(displayUrl(call.url))}: ${clean(detail, 300)}`,
+    reason: "network",
+    retryable: true
+  }
+}
+
+const timeoutFailure = (
+  call: ProviderCall,
+  limit: keyof TimeoutPolicy,
+  what: string
+): Failure => ({
+  message: `${call.provider} ${what} within ${Duration.format(call.timeouts[limit])} (timeouts.${limit})`,
+  reason: "timeout",
+  retryable: false
+})
+
+/** `effect` bounded by `duration` (no bound when it is infinite). */
+const within = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  duration: Duration.Duration,
+  onTimeout: () => E
+): Effect.Effect<A, E, R> =>
+  Duration.isFinite(duration) ? Effect.timeoutOrElse(effect, { duration, orElse: () => Effect.fail(onTimeout()) }) : effect
+
+/** Redirects are returned, not followed, by effect's fetch client (other clients do not follow them by default). */
+const noRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.flatMap(
+    Effect.serviceOption(FetchHttpClient.RequestInit),
+    (init) =>
+      Effect.provideService(effect, FetchHttpClient.RequestInit, {
+        ...Option.getOrElse(init, () => ({})),
+        redirect: "manual"
+      })
+  )
+
+/**
+ * Sends the request; a redirect, a non-2xx status or a response that is not an event stream is a
+ * `Failure`, and so are headers that take longer than `timeouts.firstByte`.
+ */
 const send = (
   client: HttpClient.HttpClient,
-  call: ProviderCall
+  call: ProviderCall,
+  clean: Cleaner
 ): Effect.Effect<HttpClientResponse.HttpClientResponse, Failure> => {
   const request = HttpClientRequest.post(call.url).pipe(
     HttpClientRequest.setHeaders(call.headers),
     HttpClientRequest.bodyText(call.body, "application/json")
   )
-  return client.execute(request).pipe(
+  const headers = client.execute(request).pipe(
     // trace ids are not sent to third-party model APIs
     Effect.provideService(HttpClient.TracerPropagationEnabled, false),
-    Effect.mapError((error) => transportFailure(call, error)),
+    noRedirects,
+    Effect.mapError((error) => transportFailure(call, clean, error))
+  )
+  return within(headers, call.timeouts.firstByte, () => timeoutFailure(call, "firstByte", "sent no response")).pipe(
     Effect.flatMap((response) => {
+      if (response.status >= 300 && response.status < 400) return Effect.fail(redirectFailure(call, response))
       if (response.status < 200 || response.status >= 300) {
-        return Effect.flatMap(statusFailure(call, response), Effect.fail)
+        return Effect.flatMap(statusFailure(call, clean, response), Effect.fail)
       }
-      const contentType = response.headers["content-type"] ?? ""
-      if (contentType.includes("application/json")) {
-        return Effect.fail({
-          message: `${call.provider} answered with JSON instead of an event stream; does it support "stream": true?`,
-          retryable: false
-        })
+      const contentType = (response.headers["content-type"] ?? "").toLowerCase()
+      if (contentType !== "" && !contentType.includes("text/event-stream")) {
+        return Effect.flatMap(wrongContentType(call, clean, response, contentType), Effect.fail)
       }
       return Effect.succeed(response)
     })
@@ -171,6 +325,7 @@ const send = (
 /** The body as server-sent events. `retry:` directives are ignored: a model stream is not resumable. */
 const sseEvents = (
   call: ProviderCall,
+  clean: Cleaner,
   body: Stream.Stream<Uint8Array, HttpClientError.HttpClientError>
 ): Stream.Stream<Sse.Event, Failure> =>
   Stream.suspend(() => {
@@ -181,8 +336,9 @@ const sseEvents = (
     return body.pipe(
       Stream.mapError((error): Failure => ({
         message: `the connection to ${call.provider} was lost while streaming the response (${
-          innermostReason(error.reason.cause) ?? error.reason._tag
+          clean(innermostReason(error.reason.cause) ?? error.reason._tag, 300)
         })`,
+        reason: "network",
         retryable: true
       })),
       Stream.decodeText,
@@ -190,7 +346,8 @@ const sseEvents = (
         const error = parser.feed(text)
         if (error !== undefined) {
           return Effect.fail<Failure>({
-            message: `malformed event stream from ${call.provider}: ${error.message}`,
+            message: `malformed event stream from ${call.provider}: ${clean(error.message, 200)}`,
+            reason: "protocol",
             retryable: false
           })
         }
@@ -202,10 +359,29 @@ const sseEvents = (
     )
   })
 
-/** One attempt: request, events, protocol steps. Ends right after the protocol's last event. */
+/** Every pull of `stream` bounded by the duration `limit` gives at that moment. */
+const pullsWithin = <A>(
+  stream: Stream.Stream<A, Failure>,
+  limit: () => Duration.Duration,
+  onTimeout: () => Failure
+): Stream.Stream<A, Failure> =>
+  Stream.transformPull(stream, (pull) =>
+    Effect.succeed(Effect.suspend(() => {
+      const duration = limit()
+      return Duration.isFinite(duration) ?
+        Effect.timeoutOrElse(pull, { duration, orElse: () => Effect.fail(onTimeout()) }) :
+        pull
+    })))
+
+/**
+ * One attempt: request, events, protocol steps, under the three time limits. Ends right after the
+ * protocol's last event. A connection lost, or a limit reached, once the provider has said why the
+ * answer ended keeps the answer: it is complete.
+ */
 const attempt = (
   client: HttpClient.HttpClient,
   call: ProviderCall,
+  clean: Cleaner,
   protocol: WireProtocol
 ): Stream.Stream<ModelEvent, Failure> => {
   let finished = false
@@ -214,16 +390,55 @@ const attempt = (
     finished ||= step.finished
     return Effect.succeed(step.events)
   }
-  const events = Stream.unwrap(Effect.map(send(client, call), (response) => sseEvents(call, response.stream)))
+  const idle = () => protocol.complete() ? Duration.min(call.timeouts.idle, FINISH_GRACE) : call.timeouts.idle
+  const events = Stream.unwrap(Effect.map(send(client, call, clean), (response) =>
+    pullsWithin(
+      sseEvents(call, clean, response.stream),
+      idle,
+      () => timeoutFailure(call, "idle", "sent no event")
+    )))
+  const request = call.timeouts.request
+  const overall = Duration.isFinite(request) ?
+    Stream.interruptWhen(
+      Effect.andThen(Effect.sleep(request), Effect.fail(timeoutFailure(call, "request", "did not finish the response")))
+    ) :
+    <A>(stream: Stream.Stream<A, Failure>) => stream
   return events.pipe(
     Stream.mapEffect((event) => stepEvents(protocol.onEvent(event))),
     Stream.takeUntil(() => finished),
     Stream.concat(Stream.suspend(() => (finished ? Stream.empty : Stream.fromEffect(stepEvents(protocol.onEnd()))))),
+    overall,
+    Stream.catch((failure: Failure) =>
+      !finished && protocol.complete() && (failure.reason === "network" || failure.reason === "timeout") ?
+        Stream.fromEffect(stepEvents(protocol.onEnd())) :
+        Stream.fail(failure)
+    ),
     Stream.flattenIterable
   )
 }
 
 const giveUpNote = (attempts: number): string => (attempts > 1 ? ` (gave up after ${attempts} attempts)` : "")
+
+/** Records a retry: a warning in the log and an event on the current span. */
+const recordRetry = (call: ProviderCall, failure: Failure, attemptNumber: number, delay: Duration.Duration) =>
+  Effect.gen(function*() {
+    const message = scrub(failure.message, call.secrets)
+    yield* Effect.logWarning(
+      `${call.provider}: attempt ${attemptNumber} of ${call.retry.maxRetries + 1} failed (${message}); ` +
+        `retrying in ${Duration.format(delay)}`
+    )
+    const span = yield* Effect.option(Effect.currentSpan)
+    if (Option.isSome(span)) {
+      const now = yield* Clock.currentTimeNanos
+      span.value.event("agentloop.provider.retry", now, {
+        "agentloop.attempt": attemptNumber,
+        "agentloop.error.reason": failure.reason,
+        ...(failure.status === undefined ? {} : { "http.response.status_code": failure.status }),
+        "agentloop.retry.delay_ms": Duration.toMillis(delay),
+        "agentloop.error.message": message
+      })
+    }
+  })
 
 /**
  * The model stream of one request: attempts with retries, then a `ModelError` for whatever
@@ -235,12 +450,19 @@ export const streamProvider = (
   makeProtocol: () => WireProtocol
 ): Stream.Stream<ModelEvent, ModelError> => {
   const policy = call.retry
+  const clean = makeCleaner(call.secrets)
   const toModelError = (failure: Failure, attempts: number, note = "") =>
-    new ModelError({ message: scrub(`${failure.message}${note}${giveUpNote(attempts)}`, call.secrets) })
+    new ModelError({
+      message: scrub(`${failure.message}${note}${giveUpNote(attempts)}`, call.secrets),
+      reason: failure.reason,
+      ...(failure.status === undefined ? {} : { status: failure.status }),
+      retried: attempts > 1,
+      attempts
+    })
   const run = (retry: number): Stream.Stream<ModelEvent, ModelError> =>
     Stream.suspend(() => {
       let emitted = false
-      return attempt(client, call, makeProtocol()).pipe(
+      return attempt(client, call, clean, makeProtocol()).pipe(
         Stream.tap(() => Effect.sync(() => void (emitted = true))),
         Stream.catch((failure: Failure) => {
           if (emitted || !failure.retryable || retry >= policy.maxRetries) {
@@ -254,34 +476,69 @@ export const streamProvider = (
           const delay = retryAfter !== undefined ?
             Effect.succeed(retryAfter) :
             Effect.map(Random.next, (random) => backoffDelay(policy, retry, random))
-          return Stream.unwrap(Effect.as(Effect.flatMap(delay, Effect.sleep), run(retry + 1)))
+          return Stream.unwrap(Effect.gen(function*() {
+            const wait = yield* delay
+            yield* recordRetry(call, failure, retry + 1, wait)
+            yield* Effect.sleep(wait)
+            return run(retry + 1)
+          }))
         })
       )
     })
-  return run(0)
+  return run(0).pipe(
+    Stream.map((event) => (event.type === "done" ? { ...event, message: finalMessage(call, event.message) } : event)),
+    Stream.withSpan("agentloop.provider.stream", {
+      kind: "client",
+      attributes: {
+        "agentloop.provider": call.provider,
+        "agentloop.model": scrub(call.model, call.secrets),
+        "url.full": scrub(displayUrl(call.url), call.secrets)
+      }
+    })
+  )
+}
+
+/** The final message with its error scrubbed and its cost, when the model's prices are known. */
+const finalMessage = (call: ProviderCall, message: AssistantMessage): AssistantMessage => {
+  const prices = call.prices === false ?
+    undefined :
+    call.prices ?? modelInfo(call.model).prices ?? (message.model === undefined ? undefined : modelInfo(message.model).prices)
+  const usage = message.usage
+  return {
+    ...message,
+    ...(message.errorMessage === undefined ? {} : { errorMessage: scrub(message.errorMessage, call.secrets) }),
+    ...(usage === undefined || prices === undefined ? {} : { usage: { ...usage, cost: usageCost(usage, prices) } })
+  }
 }
 
 /** What a provider module gives to `makeProviderModel`. */
-export interface ProviderSpec extends Omit<ProviderCall, "body"> {
+export interface ProviderSpec extends Omit<ProviderCall, "body" | "secrets"> {
   /** The JSON request body for a model request. */
   readonly body: (request: ModelRequest) => unknown
+  /** Credentials: scrubbed from every message, in every form a server may echo them. */
+  readonly secrets: ReadonlyArray<string>
   /** A fresh decoder for one attempt; `idPrefix` names tool calls the provider sent without an id. */
-  readonly protocol: (context: { readonly timestamp: number; readonly idPrefix: string }) => WireProtocol
+  readonly protocol: (
+    context: { readonly timestamp: number; readonly idPrefix: string; readonly clean: Cleaner }
+  ) => WireProtocol
 }
 
 /** A `Model` sending every request to one provider endpoint. */
-export const makeProviderModel = (client: HttpClient.HttpClient, spec: ProviderSpec): typeof Model.Service =>
-  Model.of({
+export const makeProviderModel = (client: HttpClient.HttpClient, spec: ProviderSpec): typeof Model.Service => {
+  const secrets = secretForms(spec.secrets)
+  const clean = makeCleaner(secrets)
+  return Model.of({
     stream: (request) =>
       Stream.unwrap(Effect.gen(function*() {
         const body = Result.try(() => JSON.stringify(spec.body(request)))
         if (Result.isFailure(body)) {
           const message = `the request for ${spec.provider} could not be encoded as JSON`
-          return Stream.fail(new ModelError({ message }))
+          return Stream.fail(new ModelError({ message, reason: "invalid_request" }))
         }
         const timestamp = yield* Clock.currentTimeMillis
         const idPrefix = `call_${(yield* Random.nextIntBetween(0, 2 ** 31)).toString(36)}`
-        const call: ProviderCall = { ...spec, body: body.success }
-        return streamProvider(client, call, () => spec.protocol({ timestamp, idPrefix }))
+        const call: ProviderCall = { ...spec, secrets, body: body.success }
+        return streamProvider(client, call, () => spec.protocol({ timestamp, idPrefix, clean }))
       }))
   })
+}
