@@ -78,6 +78,8 @@ export interface Turn {
   model: string | undefined
   /** How many assistant messages this turn got (1 when the invariant holds). */
   assistantMessages: number
+  /** Whether a `turn_start` record opened this turn (false: an assistant message came without one). */
+  readonly requested: boolean
   readonly lanes: Array<Lane>
   /** The largest number of this turn's calls that were running at the same time. */
   maxParallel: number
@@ -258,7 +260,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
     return next
   }
   const currentRun = (): Run => run ?? startRun(undefined, "")
-  const startTurn = (at: number | undefined, step: number | undefined): Turn => {
+  const startTurn = (at: number | undefined, step: number | undefined, requested: boolean): Turn => {
     const owner = currentRun()
     const next: Turn = {
       index: owner.turns.length + 1,
@@ -272,6 +274,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
       usage: undefined,
       model: undefined,
       assistantMessages: 0,
+      requested,
       lanes: [],
       maxParallel: 0
     }
@@ -306,7 +309,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
           startRun(record.at, record.prompt ?? "")
           break
         case "turn_start":
-          startTurn(record.at, record.step)
+          startTurn(record.at, record.step, true)
           break
         case "tool_start": {
           const lane = laneFor(record.toolCallId, entry.line, "tool_start")
@@ -385,7 +388,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
         break
       }
       case "assistant": {
-        const current = turn !== undefined && turn.assistantMessages === 0 ? turn : startTurn(undefined, undefined)
+        const current = turn !== undefined && turn.assistantMessages === 0 ? turn : startTurn(undefined, undefined, false)
         current.assistantMessages++
         current.stopReason = message.stopReason
         current.errorMessage = message.errorMessage
@@ -474,8 +477,9 @@ const checkSession = (
   const endNotes: Array<string> = []
   for (const owner of runs) {
     for (const t of owner.turns) {
-      if (t.assistantMessages > 1) {
-        oneAnswer.push(`run ${owner.index}, turn ${t.index}: ${t.assistantMessages} assistant messages for one request`)
+      if (!hasRecords) continue
+      if (!t.requested) {
+        oneAnswer.push(`run ${owner.index}, turn ${t.index}: an assistant message without a request (turn_start)`)
       }
       if (t.assistantMessages === 0 && (owner.end !== undefined || t !== owner.turns[owner.turns.length - 1])) {
         oneAnswer.push(`run ${owner.index}, turn ${t.index}: a request with no assistant message`)
