@@ -1,6 +1,10 @@
 /**
- * @agentloop/mcp
+ * @agentloop/mcp — tools from MCP servers (stdio and Streamable HTTP) for the agentloop loop.
  *
  * @since 0.1.0
  */
-export {}
+export * from "./Config.ts"
+export * from "./Errors.ts"
+export * from "./McpTools.ts"
+export * from "./Naming.ts"
+export * from "./Results.ts"

@@ -1,0 +1,30 @@
+/**
+ * Typed failures of loading MCP servers. Their messages are meant for people: they name the
+ * server and what is wrong, never a stack trace, never a header or environment value.
+ *
+ * @since 0.1.0
+ */
+import { Schema } from "effect"
+
+/**
+ * MCP server configuration that cannot be used: a malformed `mcpServers` section, a `--mcp`
+ * command line that does not parse, two servers whose names give the same tool prefix, or a
+ * server tool whose name clashes with a local tool.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class McpConfigError extends Schema.TaggedError<McpConfigError>()("McpConfigError", {
+  message: Schema.String
+}) {}
+
+/**
+ * An MCP server could not be started or connected to, or did not list its tools.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class McpConnectError extends Schema.TaggedError<McpConnectError>()("McpConnectError", {
+  server: Schema.String,
+  message: Schema.String
+}) {}

@@ -1,0 +1,586 @@
+/**
+ * Tools from MCP servers: the servers are connected when the layer is built and closed when its
+ * scope closes; their tools become an `Executor` (alone, or merged with local tools), and each
+ * call goes to the server that has the tool.
+ *
+ * - **Definitions**: each server tool is offered as `<server>__<tool>` (see `Naming.ts`), its
+ *   description and input JSON Schema passed on as the server gave them.
+ * - **Arguments** are checked against the tool's input schema with ajv before anything is sent; a
+ *   call that does not match is answered with an error result naming each field, and the server
+ *   is not called.
+ * - **Progress** notifications become `tool_progress` events (`{ progress, total?, message? }`); at
+ *   most `MCP_PROGRESS_BUFFER` wait to be reported, older ones are dropped when a server floods.
+ * - **Abort, timeout, interruption** of a call send MCP's `notifications/cancelled` for it; the loop
+ *   answers the call as interrupted (or timed out).
+ * - **A server that crashes or disconnects** answers the calls it had in flight with error results
+ *   (`details.disconnected: true`); the next call to it starts (or reconnects to) it again.
+ * - **`notifications/tools/list_changed`**: the list is fetched again, and the new definitions are
+ *   used from the next time the loop reads the executor's definitions, which it does when it builds
+ *   a model request: at a turn boundary, never in the middle of a batch. A change announced before
+ *   a call's result is in place before that result is handed back.
+ *
+ * @since 0.1.0
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
+import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import type { Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, FiberSet, Layer, Queue, Schema, Scope, Semaphore, Stream } from "effect"
+import type { ChildProcessSpawner } from "effect/process"
+import { errorResult, Executor, makeToolExecutor } from "@agentloop/core"
+import type {
+  AnyTool,
+  ExecutorShape,
+  Tool,
+  ToolCall,
+  ToolContext,
+  ToolDefinition,
+  ToolOutput,
+  ToolResultMessage,
+  ToolServices
+} from "@agentloop/core"
+import type { McpServerConfig } from "./Config.ts"
+import { McpConfigError, McpConnectError } from "./Errors.ts"
+import { argumentCheck } from "./internal/validate.ts"
+import type { ArgumentCheck } from "./internal/validate.ts"
+import { orderedDelivery } from "./internal/ordered.ts"
+import { makeStdioTransport } from "./internal/stdio.ts"
+import type { StdioTransport } from "./internal/stdio.ts"
+import { serverPrefix, toolNameFor } from "./Naming.ts"
+import { toToolResult } from "./Results.ts"
+
+/**
+ * How many progress notifications of one call may wait to become `tool_progress` events; when a
+ * server sends them faster than they are reported, the oldest are dropped.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const MCP_PROGRESS_BUFFER = 64
+
+/** The SDK's per-request timeout is turned off (its largest value): time limits are the loop's. */
+const NO_SDK_TIMEOUT = 2_147_483_647
+
+/**
+ * Options of `mcpToolsLayer`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface McpToolsOptions {
+  /**
+   * Believe the servers' tool annotations: a tool with `readOnlyHint: true` is marked `readOnly`
+   * (so `readOnlyPolicy` runs it without asking). Off by default: MCP says annotations from an
+   * untrusted server must not decide anything.
+   */
+  readonly trustAnnotations?: boolean | undefined
+  /** The client name sent to the servers (default `agentloop`). */
+  readonly clientName?: string | undefined
+}
+
+/**
+ * The state of one server.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface McpServerStatus {
+  readonly name: string
+  readonly prefix: string
+  readonly transport: "stdio" | "http"
+  readonly connected: boolean
+  /** The server's process id (stdio, while connected). */
+  readonly pid: number | undefined
+  readonly tools: ReadonlyArray<string>
+}
+
+/**
+ * The loaded MCP servers and their tools.
+ *
+ * - `executor`: an `Executor` for the servers' tools (its `definitions` follow list changes at the
+ *   boundaries described above).
+ * - `definitions`: the current definitions (taking any fetched change into use).
+ * - `tools`: the current tools as core `Tool`s, to list beside local tools in `toolExecutorLayer`
+ *   (a snapshot: a later list change is not seen; `mcpExecutorLayer` follows changes).
+ * - `servers`: each server's state.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export interface McpToolsShape {
+  readonly executor: ExecutorShape
+  readonly definitions: Effect.Effect<ReadonlyArray<ToolDefinition>>
+  readonly tools: Effect.Effect<ReadonlyArray<Tool<Record<string, unknown>>>>
+  readonly servers: Effect.Effect<ReadonlyArray<McpServerStatus>>
+}
+
+/**
+ * @since 0.1.0
+ * @category services
+ */
+export class McpTools extends Context.Service<McpTools, McpToolsShape>()("@agentloop/mcp/McpTools") {}
+
+interface ServerState {
+  readonly config: McpServerConfig
+  readonly prefix: string
+  readonly lock: Semaphore.Semaphore
+  client: Client | undefined
+  transport: Transport | undefined
+  scope: Scope.Closeable | undefined
+  listed: ReadonlyArray<SdkTool>
+  refreshing: Deferred.Deferred<void> | undefined
+  refreshAgain: boolean
+}
+
+interface Entry {
+  readonly name: string
+  readonly server: ServerState
+  readonly tool: SdkTool
+  readonly definition: ToolDefinition
+  readonly check: ArgumentCheck | undefined
+}
+
+interface Snapshot {
+  readonly definitions: ReadonlyArray<ToolDefinition>
+  readonly byName: ReadonlyMap<string, Entry>
+}
+
+const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
+
+/** Where an HTTP server is, without credentials or query (which may hold a token). */
+const displayUrl = (url: string): string => {
+  if (!URL.canParse(url)) return "(invalid URL)"
+  const parsed = new URL(url)
+  return `${parsed.origin}${parsed.pathname}`
+}
+
+/**
+ * The URL and headers an HTTP server is reached with: credentials in the URL (`user:pw@`) move to
+ * a basic `Authorization` header (fetch refuses them, and its error would show them).
+ */
+const httpTarget = (url: string, headers: Readonly<Record<string, string>> | undefined) => {
+  const parsed = new URL(url)
+  const all: Record<string, string> = { ...headers }
+  if (parsed.username !== "" || parsed.password !== "") {
+    const user = decodeURIComponent(parsed.username)
+    const password = decodeURIComponent(parsed.password)
+    if (!Object.keys(all).some((k) => k.toLowerCase() === "authorization")) {
+      all["Authorization"] = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`
+    }
+    parsed.username = ""
+    parsed.password = ""
+  }
+  return { url: parsed, headers: all }
+}
+
+/** The values of a server's config that must never appear in a message. */
+const secretsOf = (config: McpServerConfig): Array<string> => {
+  if (config.transport === "stdio") return Object.values(config.env ?? {}).filter((v) => v.length >= 4)
+  const secrets = Object.values(config.headers ?? {})
+  if (URL.canParse(config.url)) {
+    const parsed = new URL(config.url)
+    secrets.push(decodeURIComponent(parsed.username), decodeURIComponent(parsed.password), parsed.username, parsed.password)
+    for (const value of parsed.searchParams.values()) secrets.push(value)
+    if (parsed.search.length > 1) secrets.push(parsed.search.slice(1))
+  }
+  return secrets.filter((v) => v.length >= 2)
+}
+
+const redact = (text: string, secrets: ReadonlyArray<string>): string =>
+  [...secrets].sort((a, b) => b.length - a.length).reduce((t, secret) => t.split(secret).join("<redacted>"), text)
+
+const isZodError = (error: unknown): boolean =>
+  typeof error === "object" && error !== null && Array.isArray((error as { issues?: unknown }).issues)
+
+/**
+ * Connects to the servers and builds the service. The servers stay connected until the scope
+ * closes (stdio servers' process groups are then stopped).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMcpTools = (
+  servers: ReadonlyArray<McpServerConfig>,
+  options: McpToolsOptions = {}
+): Effect.Effect<
+  McpToolsShape,
+  McpConfigError | McpConnectError,
+  Scope.Scope | ChildProcessSpawner.ChildProcessSpawner
+> =>
+  Effect.gen(function*() {
+    const states: Array<ServerState> = []
+    const prefixes = new Map<string, string>()
+    for (const config of servers) {
+      const prefix = serverPrefix(config.name)
+      const other = prefixes.get(prefix)
+      if (other !== undefined) {
+        return yield* new McpConfigError({
+          message: `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; rename one`
+        })
+      }
+      prefixes.set(prefix, config.name)
+      states.push({
+        config,
+        prefix,
+        lock: yield* Semaphore.make(1),
+        client: undefined,
+        transport: undefined,
+        scope: undefined,
+        listed: [],
+        refreshing: undefined,
+        refreshAgain: false
+      })
+    }
+    const layerScope = yield* Effect.scope
+    const runPromise = yield* FiberSet.makeRuntimePromise<ChildProcessSpawner.ChildProcessSpawner>()
+    const runFork = yield* FiberSet.makeRuntime<never>()
+    const clientName = options.clientName ?? "agentloop"
+
+    // --- definitions ---------------------------------------------------------------------------
+    const build = (): Snapshot => {
+      const byName = new Map<string, Entry>()
+      for (const server of states) {
+        for (const tool of server.listed) {
+          const name = toolNameFor(server.prefix, tool.name)
+          if (byName.has(name)) continue // a name the server itself repeats: the first one wins
+          const parameters = tool.inputSchema as Record<string, unknown>
+          const readOnly = options.trustAnnotations === true && tool.annotations?.readOnlyHint === true
+          const definition: ToolDefinition = {
+            name,
+            description: tool.description ?? tool.title ?? "",
+            parameters,
+            ...(readOnly ? { readOnly: true } : {}),
+            ...(server.config.timeoutMs === undefined ? {} : { timeoutMs: server.config.timeoutMs })
+          }
+          byName.set(name, { name, server, tool, definition, check: argumentCheck(parameters) })
+        }
+      }
+      return { definitions: [...byName.values()].map((e) => e.definition), byName }
+    }
+    let snapshot: Snapshot = { definitions: [], byName: new Map() }
+    let changed = false
+    /** The definitions, taking a fetched list change into use: called at turn boundaries only. */
+    const current = (): Snapshot => {
+      if (changed) {
+        changed = false
+        snapshot = build()
+      }
+      return snapshot
+    }
+
+    // --- connections ---------------------------------------------------------------------------
+    const listAll = (client: Client): Effect.Effect<Array<SdkTool>, unknown> =>
+      Effect.gen(function*() {
+        const all: Array<SdkTool> = []
+        let cursor: string | undefined
+        do {
+          const params = cursor === undefined ? undefined : { cursor }
+          const page = yield* Effect.tryPromise({
+            try: (signal) => client.listTools(params, { signal }),
+            catch: (error) => error
+          })
+          all.push(...page.tools)
+          cursor = page.nextCursor
+        } while (cursor !== undefined)
+        return all
+      })
+
+    const refresh = (server: ServerState, client: Client): void => {
+      if (server.refreshing !== undefined) {
+        server.refreshAgain = true
+        return
+      }
+      const done = Deferred.makeUnsafe<void>()
+      server.refreshing = done
+      const fetchLists: Effect.Effect<void> = Effect.gen(function*() {
+        do {
+          server.refreshAgain = false
+          const listed = yield* Effect.result(listAll(client))
+          if (listed._tag === "Success" && server.client === client) {
+            server.listed = listed.success
+            changed = true
+          }
+        } while (server.refreshAgain)
+      })
+      runFork(Effect.ensuring(
+        fetchLists,
+        Effect.sync(() => {
+          server.refreshing = undefined
+          Deferred.doneUnsafe(done, Exit.void)
+        })
+      ))
+    }
+
+    const dropConnection = (server: ServerState, client: Client): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (server.client !== client) return Effect.void
+        const scope = server.scope
+        server.client = undefined
+        server.transport = undefined
+        server.scope = undefined
+        return scope === undefined ? Effect.void : Scope.close(scope, Exit.void)
+      })
+
+    const where = (config: McpServerConfig) =>
+      config.transport === "stdio" ? `\`${config.command}\`` : displayUrl(config.url)
+
+    const open = (server: ServerState): Effect.Effect<Client, McpConnectError> =>
+      Effect.gen(function*() {
+        const config = server.config
+        const scope = yield* Scope.fork(layerScope)
+        const transport: Transport = config.transport === "stdio" ?
+          makeStdioTransport(config, scope, runPromise) :
+          ((target) => new StreamableHTTPClientTransport(target.url, { requestInit: { headers: target.headers } }))(
+            httpTarget(config.url, config.headers)
+          )
+        const ordered = orderedDelivery(transport)
+        const client = new Client({ name: clientName, version: "0.1.0" }, { capabilities: {} })
+        // protocol-level noise (a progress notification for a finished call, a malformed line) is
+        // not an error of any call
+        client.onerror = () => undefined
+        client.onclose = () => {
+          runFork(dropConnection(server, client))
+        }
+        client.setNotificationHandler(ToolListChangedNotificationSchema, () => refresh(server, client))
+        if (config.transport === "http") {
+          const http = transport as StreamableHTTPClientTransport
+          yield* Scope.addFinalizer(
+            scope,
+            Effect.promise(() =>
+              http.terminateSession().catch(() => undefined).then(() => client.close()).catch(() => undefined)
+            )
+          )
+        }
+        const failed = (what: string) => (error: unknown) => {
+          const stderr = config.transport === "stdio" ? (transport as StdioTransport).stderrTail().trim() : ""
+          return new McpConnectError({
+            server: config.name,
+            message: redact(
+              `MCP server "${config.name}" (${where(config)}): ${what}: ${messageOf(error)}${
+                stderr.length === 0 ? "" : `\nits stderr ends with:\n${stderr.slice(-1000)}`
+              }`,
+              secretsOf(config)
+            )
+          })
+        }
+        const tools = yield* Effect.tryPromise({
+          try: () => client.connect(ordered),
+          catch: failed("could not connect")
+        }).pipe(
+          Effect.andThen(Effect.mapError(listAll(client), failed("could not list its tools"))),
+          Effect.onError(() => Scope.close(scope, Exit.void))
+        )
+        server.client = client
+        server.transport = transport
+        server.scope = scope
+        server.listed = tools
+        changed = true
+        return client
+      })
+
+    /** The server's client, connecting (again) when it has none. */
+    const connect = (server: ServerState): Effect.Effect<Client, McpConnectError> =>
+      server.lock.withPermits(1)(Effect.suspend(() => server.client === undefined ? open(server) : Effect.succeed(server.client)))
+
+    yield* Effect.forEach(states, connect, { concurrency: "unbounded", discard: true })
+    current()
+
+    // --- calls ---------------------------------------------------------------------------------
+    const failure = (call: ToolCall, entry: Entry, text: string, extra: Record<string, unknown> = {}) =>
+      errorResult(call, text, { mcp: { server: entry.server.config.name, tool: entry.tool.name }, ...extra })
+
+    const callServer = (entry: Entry, call: ToolCall, context: ToolContext): Effect.Effect<ToolResultMessage> =>
+      Effect.gen(function*() {
+        const server = entry.server
+        const name = server.config.name
+        const connected = yield* Effect.result(connect(server))
+        if (connected._tag === "Failure") {
+          return failure(call, entry, `MCP server "${name}" is not available: ${connected.failure.message}`, {
+            unavailable: true
+          })
+        }
+        const client = connected.success
+        const progress = yield* Queue.sliding<unknown, Cause.Done>(MCP_PROGRESS_BUFFER)
+        const pump = yield* Effect.forkChild(
+          Stream.runForEach(Stream.fromQueue(progress), (p) => context.reportProgress(p))
+        )
+        const exit = yield* Effect.exit(Effect.tryPromise({
+          try: (signal) =>
+            client.callTool({ name: entry.tool.name, arguments: call.arguments }, undefined, {
+              signal,
+              timeout: NO_SDK_TIMEOUT,
+              onprogress: (p) => {
+                Queue.offerUnsafe(progress, p)
+              }
+            }),
+          catch: (error) => error
+        }))
+        // the notifications that came before the result are reported before it
+        yield* Queue.end(progress)
+        yield* Fiber.join(pump)
+        if (Exit.isFailure(exit)) {
+          const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
+          if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+            yield* dropConnection(server, client)
+            return failure(
+              call,
+              entry,
+              `MCP server "${name}" disconnected before answering (it is started again on the next call).`,
+              { disconnected: true }
+            )
+          }
+          if (error instanceof McpError) {
+            return failure(call, entry, redact(`MCP server "${name}" answered with an error: ${error.message}`, secretsOf(server.config)), {
+              mcpError: { code: error.code }
+            })
+          }
+          if (isZodError(error)) {
+            return failure(call, entry, `MCP server "${name}" returned a result that is not a valid MCP tool result.`, {
+              invalidResult: true
+            })
+          }
+          yield* dropConnection(server, client)
+          return failure(
+            call,
+            entry,
+            redact(
+              `Lost the connection to MCP server "${name}": ${messageOf(error)} (it is connected again on the next call).`,
+              secretsOf(server.config)
+            ),
+            { disconnected: true }
+          )
+        }
+        // a tool-list change announced before this result is fetched before the result is handed back
+        const refreshing = server.refreshing
+        if (refreshing !== undefined) yield* Deferred.await(refreshing)
+        return toToolResult(call, name, entry.tool.name, exit.value)
+      })
+
+    const execute = (call: ToolCall, context: ToolContext): Effect.Effect<ToolResultMessage> =>
+      Effect.suspend(() => {
+        const entry = snapshot.byName.get(call.name)
+        if (entry === undefined) {
+          const available = snapshot.definitions.map((d) => d.name).join(", ")
+          return Effect.succeed(errorResult(
+            call,
+            `Unknown tool "${call.name}". Available tools: ${available.length === 0 ? "(none)" : available}.`,
+            { unknownTool: true }
+          ))
+        }
+        const problems = entry.check?.(call.arguments)
+        if (problems !== undefined) {
+          return Effect.succeed(failure(call, entry, `Invalid arguments for tool "${call.name}": ${problems.text}`, {
+            invalidArguments: true,
+            fields: problems.fields
+          }))
+        }
+        return callServer(entry, call, context)
+      })
+
+    const executor: ExecutorShape = {
+      get definitions() {
+        return current().definitions
+      },
+      execute
+    }
+
+    const toOutput = (result: ToolResultMessage): ToolOutput => ({
+      content: result.content,
+      ...(result.details === undefined ? {} : { details: result.details }),
+      isError: result.isError
+    })
+
+    const asTool = (entry: Entry): Tool<Record<string, unknown>> => ({
+      name: entry.name,
+      description: entry.definition.description,
+      parameters: Arguments,
+      definition: entry.definition,
+      execute: (args, context) =>
+        Effect.map(
+          execute({ type: "toolCall", id: context.toolCallId, name: entry.name, arguments: args }, context),
+          toOutput
+        )
+    })
+
+    return {
+      executor,
+      definitions: Effect.sync(() => current().definitions),
+      tools: Effect.sync(() => [...current().byName.values()].map(asTool)),
+      servers: Effect.sync(() =>
+        states.map((s): McpServerStatus => ({
+          name: s.config.name,
+          prefix: s.prefix,
+          transport: s.config.transport,
+          connected: s.client !== undefined,
+          pid: s.transport !== undefined && "pid" in s.transport ? (s.transport as StdioTransport).pid() : undefined,
+          tools: s.listed.map((t) => t.name)
+        }))
+      )
+    }
+  })
+
+/** What a `Tool` from an MCP server decodes its arguments with: any object (ajv checks them). */
+const Arguments = Schema.Record(Schema.String, Schema.Unknown)
+
+/**
+ * The MCP servers as a layer: `McpTools`, and an `Executor` with only their tools. The servers are
+ * connected when the layer is built (one that cannot be started or listed fails it with an
+ * `McpConnectError`) and closed with the layer's scope. Needs a `ChildProcessSpawner` (for
+ * instance `NodeServices.layer` from `@effect/platform-node`) to start stdio servers.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const mcpToolsLayer = (
+  servers: ReadonlyArray<McpServerConfig>,
+  options: McpToolsOptions = {}
+): Layer.Layer<McpTools | Executor, McpConfigError | McpConnectError, ChildProcessSpawner.ChildProcessSpawner> => {
+  const tools = Layer.effect(McpTools, makeMcpTools(servers, options))
+  const executor = Layer.effect(Executor, Effect.gen(function*() {
+    return (yield* McpTools).executor
+  }))
+  return Layer.provideMerge(executor, tools)
+}
+
+/**
+ * An `Executor` with local tools and the tools of `McpTools` (provide `mcpToolsLayer`). Local
+ * tools keep their names; a server tool whose name is taken by a local tool fails the layer with
+ * an `McpConfigError` (and one that appears later, through a list change, is left out). The
+ * definitions follow the servers' list changes at turn boundaries.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const mcpExecutorLayer = <const Tools extends ReadonlyArray<AnyTool>>(
+  localTools: Tools
+): Layer.Layer<Executor, McpConfigError, McpTools | ToolServices<Tools[number]>> =>
+  Layer.effect(
+    Executor,
+    Effect.gen(function*() {
+      const local = yield* makeToolExecutor(localTools)
+      const mcp = yield* McpTools
+      const localNames = new Set(local.definitions.map((d) => d.name))
+      const clash = mcp.executor.definitions.find((d) => localNames.has(d.name))
+      if (clash !== undefined) {
+        return yield* new McpConfigError({
+          message: `the MCP tool "${clash.name}" has the name of a local tool; rename the server`
+        })
+      }
+      let seen: ReadonlyArray<ToolDefinition> | undefined
+      let merged: ReadonlyArray<ToolDefinition> = local.definitions
+      const executor: ExecutorShape = {
+        get definitions() {
+          const fromServers = mcp.executor.definitions
+          if (fromServers !== seen) {
+            seen = fromServers
+            merged = [...local.definitions, ...fromServers.filter((d) => !localNames.has(d.name))]
+          }
+          return merged
+        },
+        execute: (call, context) =>
+          localNames.has(call.name) ? local.execute(call, context) : mcp.executor.execute(call, context)
+      }
+      return executor
+    })
+  )

@@ -1,0 +1,160 @@
+/**
+ * What an MCP `tools/call` result becomes in the transcript.
+ *
+ * A tool result's content is text and images (what every provider accepts), so:
+ *
+ * | MCP result part | content the model sees | kept in `details` |
+ * |---|---|---|
+ * | `text` | the text | |
+ * | `image` | the image | |
+ * | `audio` | `[audio <mimeType>, <n> bytes: details.audio[i]]` | `audio[i]`: `{ mimeType, data }` |
+ * | `resource_link` | `[resource link <name>: <uri> (<mimeType>) <description>]` | `resourceLinks[i]`: the link |
+ * | `resource` with `text` | `[resource <uri> (<mimeType>)]` then the text | `resources[i]`: `{ uri, mimeType }` |
+ * | `resource` with an `image/*` `blob` | the image | `resources[i]`: `{ uri, mimeType }` |
+ * | `resource` with another `blob` | `[resource <uri> (<mimeType>), <n> bytes: details.resources[i]]` | `resources[i]`: `{ uri, mimeType, blob }` |
+ * | `structuredContent` | its JSON, only when there is no other content | `structuredContent` |
+ * | `isError: true` | an error result | |
+ * | `_meta` | | `meta` |
+ * | nothing at all | `(no output)` | |
+ *
+ * `details.mcp` is always `{ server, tool }` (the server's own name for the tool).
+ *
+ * @since 0.1.0
+ */
+import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "@agentloop/core"
+
+/**
+ * The `details` of a result from an MCP tool.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface McpResultDetails {
+  readonly mcp: { readonly server: string; readonly tool: string }
+  readonly structuredContent?: unknown
+  readonly audio?: ReadonlyArray<{ readonly mimeType: string; readonly data: string }>
+  readonly resourceLinks?: ReadonlyArray<Record<string, unknown>>
+  readonly resources?: ReadonlyArray<{ readonly uri: string; readonly mimeType?: string; readonly blob?: string }>
+  readonly meta?: unknown
+}
+
+/**
+ * A `tools/call` result as the SDK hands it over (already checked against MCP's result schema).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface McpCallResult {
+  readonly content?: ReadonlyArray<Record<string, unknown>> | undefined
+  readonly structuredContent?: unknown
+  readonly isError?: boolean | undefined
+  readonly _meta?: unknown
+  /** The result of servers on the 2024-10-07 protocol. */
+  readonly toolResult?: unknown
+}
+
+const str = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
+
+const bytesOfBase64 = (data: string): number => {
+  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0
+  return Math.max(0, Math.floor(data.length * 3 / 4) - padding)
+}
+
+const mimeNote = (mimeType: string | undefined): string => mimeType === undefined ? "" : ` (${mimeType})`
+
+/**
+ * The agentloop result for an MCP result (see the table above).
+ *
+ * @since 0.1.0
+ * @category converting
+ */
+export const toToolResult = (
+  call: ToolCall,
+  server: string,
+  tool: string,
+  result: McpCallResult
+): ToolResultMessage => {
+  const content: Array<TextContent | ImageContent> = []
+  const audio: Array<{ mimeType: string; data: string }> = []
+  const resourceLinks: Array<Record<string, unknown>> = []
+  const resources: Array<{ uri: string; mimeType?: string; blob?: string }> = []
+  for (const part of result.content ?? []) {
+    const mimeType = str(part["mimeType"])
+    switch (part["type"]) {
+      case "text":
+        content.push({ type: "text", text: str(part["text"]) ?? "" })
+        break
+      case "image":
+        content.push({ type: "image", data: str(part["data"]) ?? "", mimeType: mimeType ?? "image/png" })
+        break
+      case "audio": {
+        const data = str(part["data"]) ?? ""
+        content.push({
+          type: "text",
+          text: `[audio${mimeNote(mimeType)}, ${bytesOfBase64(data)} bytes: details.audio[${audio.length}]]`
+        })
+        audio.push({ mimeType: mimeType ?? "application/octet-stream", data })
+        break
+      }
+      case "resource_link": {
+        const description = str(part["description"])
+        content.push({
+          type: "text",
+          text: `[resource link ${str(part["name"]) ?? ""}: ${str(part["uri"]) ?? ""}${mimeNote(mimeType)}${
+            description === undefined ? "" : ` ${description}`
+          }]`
+        })
+        resourceLinks.push(part)
+        break
+      }
+      case "resource": {
+        const resource = (part["resource"] ?? {}) as Record<string, unknown>
+        const uri = str(resource["uri"]) ?? ""
+        const type = str(resource["mimeType"])
+        const text = str(resource["text"])
+        const blob = str(resource["blob"])
+        const index = resources.length
+        if (text !== undefined) {
+          content.push({ type: "text", text: `[resource ${uri}${mimeNote(type)}]\n${text}` })
+          resources.push({ uri, ...(type === undefined ? {} : { mimeType: type }) })
+        } else if (blob !== undefined && type?.startsWith("image/") === true) {
+          content.push({ type: "image", data: blob, mimeType: type })
+          resources.push({ uri, mimeType: type })
+        } else {
+          const data = blob ?? ""
+          content.push({
+            type: "text",
+            text: `[resource ${uri}${mimeNote(type)}, ${bytesOfBase64(data)} bytes: details.resources[${index}]]`
+          })
+          resources.push({ uri, ...(type === undefined ? {} : { mimeType: type }), blob: data })
+        }
+        break
+      }
+      default:
+        content.push({ type: "text", text: `[unsupported MCP content: ${JSON.stringify(part["type"])}]` })
+    }
+  }
+  if (content.length === 0 && result.structuredContent !== undefined) {
+    content.push({ type: "text", text: JSON.stringify(result.structuredContent) })
+  }
+  if (content.length === 0 && result.toolResult !== undefined) {
+    content.push({ type: "text", text: JSON.stringify(result.toolResult) })
+  }
+  if (content.length === 0) content.push({ type: "text", text: "(no output)" })
+  const details: McpResultDetails = {
+    mcp: { server, tool },
+    ...(result.structuredContent === undefined ? {} : { structuredContent: result.structuredContent }),
+    ...(audio.length === 0 ? {} : { audio }),
+    ...(resourceLinks.length === 0 ? {} : { resourceLinks }),
+    ...(resources.length === 0 ? {} : { resources }),
+    ...(result._meta === undefined ? {} : { meta: result._meta })
+  }
+  return {
+    role: "toolResult",
+    toolCallId: call.id,
+    toolName: call.name,
+    content,
+    details,
+    isError: result.isError === true
+  }
+}

@@ -1,0 +1,159 @@
+/**
+ * `@modelcontextprotocol/server-everything` from the npm registry, over stdio and over Streamable
+ * HTTP on loopback, each started once for this file. The same scripted session runs against both:
+ * every kind of result it has (text, image, structured content, resource links, embedded
+ * resources, progress), arguments refused before the call, and its environment.
+ */
+import { fileURLToPath } from "node:url"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, layer } from "@effect/vitest"
+import { Deferred, Effect, Exit, Layer, Stream } from "effect"
+import { ChildProcess } from "effect/process"
+import { toolCall, turn } from "@agentloop/testkit"
+import { McpTools } from "@agentloop/mcp"
+import type { McpServerConfig } from "@agentloop/mcp"
+import { node, resultsOf, runWithMcp, serverBin, serversLayer, textOf } from "./helpers.ts"
+
+const everything = serverBin("@modelcontextprotocol/server-everything")
+const loopback = fileURLToPath(new URL("./fixtures/loopback.ts", import.meta.url))
+const SECRET = "AGENTLOOP_TEST_SECRET"
+
+/** Starts the Streamable HTTP server on a free loopback port; its URL. Stopped with the scope. */
+const startHttpServer = Effect.gen(function*() {
+  const handle = yield* ChildProcess.make(node, ["--import", loopback, everything, "streamableHttp"], {
+    env: { PORT: "0" },
+    extendEnv: true,
+    detached: true,
+    killSignal: "SIGTERM",
+    forceKillAfter: "2 seconds"
+  })
+  const port = yield* Deferred.make<number>()
+  yield* Effect.forkScoped(Stream.runDrain(handle.stdout))
+  yield* Effect.forkScoped(Stream.runForEach(Stream.splitLines(Stream.decodeText(handle.stderr)), (line) => {
+    const match = /^LOOPBACK_PORT (\d+)$/.exec(line)
+    return match === null ? Effect.void : Deferred.succeed(port, Number(match[1]))
+  }))
+  return `http://127.0.0.1:${yield* Deferred.await(port)}/mcp`
+})
+
+const stdioLayer = serversLayer([
+  { name: "everything", transport: "stdio", command: node, args: [everything, "stdio"] }
+])
+
+const httpLayer = Layer.unwrap(Effect.map(startHttpServer, (url) =>
+  serversLayer([{ name: "everything", transport: "http", url, headers: { "X-Test": "1" } } satisfies McpServerConfig])
+)).pipe(Layer.provide(NodeServices.layer))
+
+const session = (transport: string) =>
+  Effect.gen(function*() {
+    process.env[SECRET] = "do-not-leak"
+    const run = yield* runWithMcp([
+      turn.toolCalls([
+        toolCall("echo", "everything__echo", { message: `hello over ${transport}` }),
+        toolCall("sum", "everything__get-sum", { a: 2, b: 3 }),
+        toolCall("image", "everything__get-tiny-image"),
+        toolCall("structured", "everything__get-structured-content", { location: "Chicago" }),
+        toolCall("links", "everything__get-resource-links", { count: 2 }),
+        toolCall("embedded", "everything__get-resource-reference", { resourceType: "Text", resourceId: 1 }),
+        toolCall("bad", "everything__get-sum", { a: "two" })
+      ]),
+      turn.toolCalls([
+        toolCall("long", "everything__trigger-long-running-operation", { duration: 0.3, steps: 3 }),
+        toolCall("env", "everything__get-env")
+      ]),
+      turn.text("done")
+    ])
+    assert.strictEqual(run.result.reason, "stop")
+    const results = new Map(resultsOf(run.result.messages).map((r) => [r.toolCallId, r]))
+    const get = (id: string) => results.get(id)!
+
+    assert.strictEqual(textOf(get("echo")), `Echo: hello over ${transport}`)
+    assert.isFalse(get("echo").isError)
+    assert.match(textOf(get("sum")), /5/)
+
+    const image = get("image").content.find((c) => c.type === "image")
+    assert.isDefined(image)
+    assert.strictEqual(image!.type === "image" ? image.mimeType : "", "image/png")
+
+    const structured = get("structured").details as { structuredContent: { temperature: number } }
+    assert.isNumber(structured.structuredContent.temperature)
+
+    const links = get("links").details as { resourceLinks: ReadonlyArray<{ uri: string }> }
+    assert.strictEqual(links.resourceLinks.length, 2)
+    assert.match(textOf(get("links")), /\[resource link .*: demo:\/\//)
+
+    const embedded = get("embedded").details as { resources: ReadonlyArray<{ uri: string }> }
+    assert.strictEqual(embedded.resources.length, 1)
+    assert.match(textOf(get("embedded")), /\[resource .*\(text\/plain\)\]\n/)
+
+    assert.isTrue(get("bad").isError)
+    assert.strictEqual(
+      textOf(get("bad")),
+      "Invalid arguments for tool \"everything__get-sum\": b: is required; a: must be number"
+    )
+
+    assert.isFalse(get("long").isError)
+    assert.match(textOf(get("long")), /completed/i)
+    const progress = run.events.flatMap((e) => e.type === "tool_progress" && e.toolCallId === "long" ? [e.progress] : [])
+    assert.deepStrictEqual(progress.map((p) => (p as { progress: number }).progress), [1, 2, 3])
+    assert.deepStrictEqual(progress.map((p) => (p as { total: number }).total), [3, 3, 3])
+
+    // stdio servers get a minimal environment, never this process's secrets
+    if (transport === "stdio") assert.notInclude(textOf(get("env")), SECRET)
+    return run
+  })
+
+describe("server-everything over stdio", () => {
+  layer(stdioLayer, { timeout: "60 seconds" })((it) => {
+    it.effect("a session uses its tools: text, image, structured content, links, resources, progress", () =>
+      Effect.asVoid(session("stdio")))
+
+    it.effect("tool names are prefixed and its JSON Schemas are passed on as they are", () =>
+      Effect.gen(function*() {
+        const definitions = yield* (yield* McpTools).definitions
+        const echo = definitions.find((d) => d.name === "everything__echo")
+        assert.deepStrictEqual(echo?.parameters, {
+          type: "object",
+          properties: { message: { type: "string", description: "Message to echo" } },
+          required: ["message"],
+          $schema: "http://json-schema.org/draft-07/schema#"
+        })
+        assert.isTrue(definitions.every((d) => d.name.startsWith("everything__")))
+      }))
+  })
+})
+
+describe("server-everything over Streamable HTTP on loopback", () => {
+  layer(httpLayer, { timeout: "60 seconds" })((it) => {
+    it.effect("the same session works over HTTP", () => Effect.asVoid(session("http")))
+
+    it.effect("the server is reached over HTTP, not started as a process", () =>
+      Effect.gen(function*() {
+        const [status] = yield* (yield* McpTools).servers
+        assert.deepInclude(status!, { name: "everything", transport: "http", connected: true, pid: undefined })
+      }))
+  })
+})
+
+describe("a Streamable HTTP server that is not there", () => {
+  layer(NodeServices.layer)((it) => {
+    it.effect("fails the layer with a connect error naming the server and its address, not its headers", () =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(Layer.build(mcpLayerFor({
+          name: "nowhere",
+          transport: "http",
+          url: "http://user:pw@127.0.0.1:9/mcp?token=abc",
+          headers: { Authorization: "Bearer secret-token" }
+        })))
+        const error = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
+        assert.strictEqual((error as { _tag: string })._tag, "McpConnectError")
+        const message = (error as Error).message
+        assert.match(message, /^MCP server "nowhere" \(http:\/\/127\.0\.0\.1:9\/mcp\): could not connect/)
+        assert.notInclude(message, "secret-token")
+        assert.notInclude(message, "pw")
+        assert.notInclude(message, "abc")
+      }).pipe(Effect.scoped))
+  })
+})
+
+const mcpLayerFor = (server: McpServerConfig) => serversLayer([server])
