@@ -282,7 +282,7 @@ const body = (config: DurableRunnerConfig) =>
         })
       })
 
-    const approval = (step: number, index: number, call: ToolCall): Effect.Effect<Verdict, never, any> =>
+    const approval = (step: number, index: number, call: ToolCall) =>
       Effect.gen(function*() {
         yield* Activity.make({
           name: `ask/${step}/${index}`,

@@ -12,3 +12,4 @@ export * from "./DurableStore.ts"
  * @since 0.1.0
  */
 export * as SqliteClient from "./SqliteClient.ts"
+export * from "./Engines.ts"

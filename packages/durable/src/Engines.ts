@@ -1,0 +1,146 @@
+/**
+ * The engines durable runs live on, as layers that provide effect's `WorkflowEngine` and the
+ * runs' `DurableStore`:
+ *
+ * | engine | what | survives |
+ * |---|---|---|
+ * | `memoryEngineLayer` | `WorkflowEngine.layerMemory` | nothing (tests) |
+ * | `embeddedEngineLayer` | one process, one SQLite file (`node:sqlite`): `SingleRunner` + `ClusterWorkflowEngine` | a crash: start the same command again |
+ * | `postgresRunnerLayer` / `postgresClientLayer` | runner processes on PostgreSQL (`NodeClusterSocket`), client-only processes that start runs, approve and abort | a runner's crash: another runner takes its shards over |
+ *
+ * Each layer also provides the `SqlClient` it uses (the store's tables live in the same database).
+ * Put `durableRunnerLayer(...)` on top of a runner engine with your `Model` and `Executor`.
+ *
+ * @since 0.1.0
+ */
+import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Duration, Layer, Option } from "effect"
+import { ClusterWorkflowEngine, RunnerAddress, SingleRunner } from "effect/cluster"
+import type { ShardingConfig } from "effect/cluster"
+import type { SqlClient } from "effect/sql"
+import { WorkflowEngine } from "effect/workflow"
+import { DurableStore, memoryStoreLayer, sqlStoreLayer } from "./DurableStore.ts"
+import * as SqliteClient from "./SqliteClient.ts"
+
+/**
+ * Cluster timings, as effect's `ShardingConfig` fields.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ClusterTimings = Partial<ShardingConfig.ShardingConfig["Service"]>
+
+/**
+ * Timings for a fast failover: a dead runner's shard locks expire after 6 s (effect's default is
+ * 35 s), runners refresh their locks every 2 s and look for new assignments every second, and a
+ * waiting run notices a message (an approval, an abort) within a second. The cost is more
+ * database traffic per runner (a few small queries per second).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const fastTimings: ClusterTimings = {
+  shardLockRefreshInterval: Duration.seconds(2),
+  shardLockExpiration: Duration.seconds(6),
+  refreshAssignmentsInterval: Duration.seconds(1),
+  runnerHealthCheckInterval: Duration.seconds(2),
+  entityMessagePollInterval: Duration.seconds(1),
+  entityReplyPollInterval: Duration.millis(100)
+}
+
+/**
+ * In memory, for tests: nothing survives the process.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const memoryEngineLayer: Layer.Layer<WorkflowEngine.WorkflowEngine | DurableStore> = Layer.merge(
+  WorkflowEngine.layerMemory,
+  memoryStoreLayer
+)
+
+/**
+ * The embedded engine: one process, one SQLite database file, nothing to install. A run that was
+ * going when the process died resumes when a process starts on the same file again.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const embeddedEngineLayer = (options: {
+  readonly filename: string
+  readonly timings?: ClusterTimings | undefined
+}) => {
+  const sql = SqliteClient.layer({ filename: options.filename })
+  return ClusterWorkflowEngine.layer.pipe(
+    Layer.provideMerge(SingleRunner.layer({
+      runnerStorage: "sql",
+      shardingConfig: { entityMessagePollInterval: Duration.millis(500), ...options.timings }
+    })),
+    Layer.provideMerge(sqlStoreLayer),
+    Layer.provide(NodeCrypto.layerDigest),
+    Layer.provideMerge(sql)
+  )
+}
+
+/**
+ * Where PostgreSQL is.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type PostgresConfig = PgClient.PgPoolConfig
+
+/**
+ * A runner process on PostgreSQL: it hosts shards and runs the runs of its shards; when it dies,
+ * the other runners take its shards over once its locks expire (`timings.shardLockExpiration`).
+ * `address` is where the other runners reach this one (a loopback or private address).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const postgresRunnerLayer = (options: {
+  readonly postgres: PostgresConfig
+  readonly address: { readonly host: string; readonly port: number }
+  readonly timings?: ClusterTimings | undefined
+}) =>
+  ClusterWorkflowEngine.layer.pipe(
+    Layer.provideMerge(NodeClusterSocket.layer({
+      storage: "sql",
+      shardingConfig: {
+        ...options.timings,
+        runnerAddress: Option.some(RunnerAddress.make(options.address.host, options.address.port))
+      }
+    })),
+    Layer.provideMerge(sqlStoreLayer),
+    Layer.provideMerge(PgClient.layer(options.postgres))
+  )
+
+/**
+ * A client-only process on PostgreSQL: starts runs, reads results, approves, aborts, steers; runs
+ * nothing itself.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const postgresClientLayer = (options: {
+  readonly postgres: PostgresConfig
+  readonly timings?: ClusterTimings | undefined
+}) =>
+  ClusterWorkflowEngine.layer.pipe(
+    Layer.provideMerge(NodeClusterSocket.layer({
+      storage: "sql",
+      clientOnly: true,
+      shardingConfig: { ...options.timings, runnerAddress: Option.none() }
+    })),
+    Layer.provideMerge(sqlStoreLayer),
+    Layer.provideMerge(PgClient.layer(options.postgres))
+  )
+
+/**
+ * The `SqlClient` type the engines provide, re-exported for convenience.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type EngineSql = SqlClient.SqlClient
