@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
 import { Console, Deferred, Effect, Exit, Fiber, Scope } from "effect"
-import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, utimesSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -15,15 +15,21 @@ import type { ViewError } from "../src/view/index.ts"
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/view/${name}`, import.meta.url))
 
-/** A workspace with sessions `a1.jsonl` (oldest), `b2.jsonl` (newest) and `a3.jsonl`. */
+/**
+ * A workspace with sessions `a1` (started first), `b2` (started last, but written to before the
+ * others) and `a3`: the latest is the one started last, as `--continue` picks it.
+ */
 const workspace = () => {
   const root = mkdtempSync(join(tmpdir(), "agentloop-view-ws-"))
   const dir = join(root, ".agentloop", "sessions")
   mkdirSync(dir, { recursive: true })
-  const times: Record<string, number> = { "a1.jsonl": 1000, "b2.jsonl": 3000, "a3.jsonl": 2000 }
-  for (const [name, seconds] of Object.entries(times)) {
-    copyFileSync(fixture("coding-session.jsonl"), join(dir, name))
-    utimesSync(join(dir, name), seconds, seconds)
+  const lines = readFileSync(fixture("coding-session.jsonl"), "utf8").split("\n")
+  const started: Record<string, number> = { a1: 1000, b2: 3000, a3: 2000 }
+  const written: Record<string, number> = { a1: 2000, b2: 1000, a3: 3000 }
+  for (const [id, at] of Object.entries(started)) {
+    const header = { ...JSON.parse(lines[0]!), id, at }
+    writeFileSync(join(dir, `${id}.jsonl`), [JSON.stringify(header), ...lines.slice(1)].join("\n"))
+    utimesSync(join(dir, `${id}.jsonl`), written[id]!, written[id]!)
   }
   return { root, dir }
 }
@@ -55,7 +61,7 @@ const failure = <A>(exit: Exit.Exit<A, ViewError>): ViewError => {
 }
 
 describe("resolveSessionFile", () => {
-  it.live("picks the most recently written session, an id, a unique prefix, or a path", () =>
+  it.live("picks the latest session (as --continue does), an id, a unique prefix, or a path", () =>
     Effect.gen(function*() {
       const { dir, root } = workspace()
       assert.strictEqual(yield* resolveSessionFile(root, undefined), join(dir, "b2.jsonl"))
@@ -95,7 +101,7 @@ describe("serveSession", () => {
       assert.strictEqual(page.status, 200)
       assert.strictEqual(page.headers["content-type"], "text/html; charset=utf-8")
       assert.include(String(page.headers["content-security-policy"]), "default-src 'none'")
-      assert.include(page.body, "<title>agentloop · 2026-11-18-a1b2c3</title>")
+      assert.include(page.body, "<title>agentloop · b2</title>")
       // Self-contained: no external script, style sheet, image or font.
       assert.notMatch(page.body, /<(script|link|img)[^>]+(src|href)=/)
       assert.notMatch(page.body, /https?:\/\//)

@@ -169,8 +169,16 @@ describe("buildTimeline", () => {
   it("reports a tool call answered twice, out of order, or not at all", () => {
     const twice = timelineOf(user("p"), assistant([call("a")]), result("a"), result("a"))
     assert.deepStrictEqual(violationsOf(twice, "pairing"), [`messages[3]: extra tool result for "a"`])
-    const outOfOrder = timelineOf(user("p"), assistant([call("a"), call("b")]), result("b"), result("a"))
-    assert.strictEqual(violationsOf(outOfOrder, "pairing").length, 2)
+    // A batch's results are in the file in the order the calls finished: that is not a violation.
+    const completionOrder = timelineOf(user("p"), assistant([call("a"), call("b")]), result("b"), result("a"))
+    assert.deepStrictEqual(violationsOf(completionOrder, "pairing"), [])
+    const late = timelineOf(user("p"), assistant([call("a")]), assistant([]), result("a"))
+    assert.deepStrictEqual(violationsOf(late, "pairing"), [
+      `messages[1]: tool call "a" has no result`,
+      `messages[3]: extra tool result for "a"`
+    ])
+    const stranger = timelineOf(user("p"), assistant([call("a")]), result("a"), result("zz"))
+    assert.deepStrictEqual(violationsOf(stranger, "pairing"), [`messages[3]: extra tool result for "zz"`])
     const missing = timelineOf(user("p"), assistant([call("a")]), assistant([]))
     assert.deepStrictEqual(violationsOf(missing, "pairing"), [`messages[1]: tool call "a" has no result`])
   })
@@ -220,11 +228,23 @@ describe("buildTimeline", () => {
       { type: "run_end", at: 6, reason: "stop", steps: 1 }
     )
     assert.deepStrictEqual(violationsOf(timeline, "tool-timing"), [
-      `line 5: tool call "a" ended without a tool_start`,
       `line 6: tool_start for unknown tool call "ghost"`,
       `line 7: tool call "a" ended twice`,
-      `line 7: tool call "a" ended without a tool_start`
+      `run 1, turn 1: tool call "a" has a result but no tool_start`
     ])
+    // A call that never ran (denied, skipped) has a tool_end and no tool_start: that is fine.
+    const denied = timelineOf(
+      { type: "run_start", at: 1, prompt: "p" },
+      user("p"),
+      { type: "turn_start", at: 2, step: 1 },
+      assistant([call("a")]),
+      { type: "approval", at: 3, toolCallId: "a", name: "read", decision: "denied", by: "no-terminal" },
+      { type: "tool_end", at: 4, toolCallId: "a", isError: true },
+      result("a", { isError: true, details: { skipped: true, reason: "denied" } }),
+      { type: "run_end", at: 6, reason: "stop", steps: 1 }
+    )
+    assert.deepStrictEqual(violationsOf(denied, "tool-timing"), [])
+    assert.strictEqual(denied.runs[0]!.turns[0]!.lanes[0]!.approval?.by, "no-terminal")
   })
 
   it("notes a run without run_end (a killed process) without calling it a violation", () => {
@@ -264,12 +284,22 @@ describe("buildTimeline", () => {
       user("p"),
       { type: "turn_start", at: 2, step: 1 },
       assistant([]),
-      { type: "compaction", at: 3, summarized: 12, kept: 4, summary: user("Summary of earlier turns") },
+      {
+        type: "compaction",
+        at: 3,
+        summarized: 12,
+        kept: 4,
+        summary: user("Summary of earlier turns"),
+        usage: { input: 500, output: 80 }
+      },
       { type: "turn_start", at: 4, step: 2 },
       assistant([])
     )
     assert.deepStrictEqual(timeline.runs[0]!.compactions, [
-      { at: 3, beforeTurn: 2, summarized: 12, kept: 4, summary: "Summary of earlier turns" }
+      { at: 3, beforeTurn: 2, summarized: 12, kept: 4, summary: "Summary of earlier turns", usage: { input: 500, output: 80 } }
     ])
+    // The tokens spent on the summary count in the session's totals.
+    assert.strictEqual(timeline.totals.input, 500)
+    assert.strictEqual(timeline.totals.output, 80)
   })
 })

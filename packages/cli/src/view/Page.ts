@@ -155,7 +155,7 @@ const renderTurn = (run: Run, turn: Turn): string => {
   const compactions = run.compactions.filter((c) => c.beforeTurn === turn.index).map((c) =>
     `<div class="compaction" data-testid="compaction">⇣ context compacted${
       c.summarized === undefined ? "" : `: ${c.summarized} message(s) summarised`
-    }${c.kept === undefined ? "" : `, ${c.kept} kept`}${
+    }${c.kept === undefined ? "" : `, ${c.kept} kept`}${c.usage === undefined ? "" : ` · ${escapeHtml(usageText(c.usage))}`}${
       c.summary === undefined ? "" : `<details><summary>summary</summary><pre>${escapeHtml(clip(c.summary, 4000))}</pre></details>`
     }</div>`
   ).join("")

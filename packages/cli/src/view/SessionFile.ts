@@ -65,7 +65,8 @@ export const SessionRecord = Schema.Union([
     at: At,
     summarized: Schema.optionalKey(Schema.Finite),
     kept: Schema.optionalKey(Schema.Finite),
-    summary: Schema.optionalKey(Message)
+    summary: Schema.optionalKey(Message),
+    usage: Schema.optionalKey(Usage)
   }),
   Schema.Struct({
     type: Schema.Literal("run_end"),

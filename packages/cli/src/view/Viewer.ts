@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Console, Effect, FileSystem, Option, Path, Schema } from "effect"
+import { Console, Effect, FileSystem, Path, Schema } from "effect"
 import type { Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -67,11 +67,18 @@ export const SESSIONS_DIR = ".agentloop/sessions"
 
 const HOST = "127.0.0.1"
 
+/** The `at` of a session's header (its first line), or 0 when it has none. */
+const headerTime = (text: string): number => {
+  const end = text.indexOf("\n")
+  const first = parseSessionText(end === -1 ? text : text.slice(0, end + 1))[0]
+  return first?._tag === "Record" && first.record.type === "session" ? first.record.at : 0
+}
+
 /**
  * Finds the session file to show: a path (absolute, or relative to the workspace) when
  * `session` names an existing file or ends with `.jsonl`; otherwise an id in the workspace's
- * sessions folder (exact, then a unique prefix); without `session`, the most recently written
- * session there.
+ * sessions folder (exact, then a unique prefix); without `session`, the latest session there (the
+ * latest header time, as `--continue` picks it).
  *
  * @since 0.1.0
  * @category sessions
@@ -119,12 +126,13 @@ export const resolveSessionFile = Effect.fn("Viewer.resolveSessionFile")(functio
       message: `no sessions in ${dir}: run \`agentloop run\` or \`agentloop chat\` in ${root} first, or name a session file`
     })
   }
+  // The latest is the one `--continue` picks: the latest header time, then the largest id.
   const dated = yield* Effect.forEach(names, (name) =>
-    fs.stat(path.join(dir, name)).pipe(
-      Effect.map((info) => ({ name, time: Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => 0) })),
-      Effect.orElseSucceed(() => ({ name, time: 0 }))
+    fs.readFileString(path.join(dir, name)).pipe(
+      Effect.map((text) => ({ name, at: headerTime(text) })),
+      Effect.orElseSucceed(() => ({ name, at: -1 }))
     ))
-  dated.sort((a, b) => b.time - a.time || (a.name < b.name ? 1 : a.name > b.name ? -1 : 0))
+  dated.sort((a, b) => b.at - a.at || (a.name < b.name ? 1 : a.name > b.name ? -1 : 0))
   return path.join(dir, dated[0]!.name)
 })
 
