@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { EventSink } from "./EventSink.ts"
 import type { Executor } from "./Executor.ts"
 import { guardSink, runLoop } from "./internal/loop.ts"
@@ -17,12 +17,21 @@ import type { AgentLoopOptions, AgentRunResult } from "./Run.ts"
  * event. Interrupting the fiber running it (for example with `Effect.timeout`) is an abort: the
  * running tools are interrupted, every call is paired, the sink receives
  * `turn_end { reason: "aborted" }`, and the interruption then goes on to the caller (use
- * `startAgentLoop` to also get the result of a run interrupted that way).
+ * `startAgentLoop` to also get the result of a run interrupted that way, or the `timeout` option
+ * to bound a run by time and still get its paired transcript).
+ *
+ * Events go to the `EventSink` in the context; without one the run works the same and its events
+ * are dropped.
  *
  * @since 0.1.0
  * @category loop
  */
 export const runAgentLoop = (
   options: AgentLoopOptions
-): Effect.Effect<AgentRunResult, never, Model | Executor | EventSink> =>
-  Effect.flatMap(EventSink, (sink) => runLoop(options, guardSink(sink), () => Effect.void))
+): Effect.Effect<AgentRunResult, never, Model | Executor> =>
+  Effect.flatMap(
+    Effect.serviceOption(EventSink),
+    (sink) => runLoop(options, Option.isSome(sink) ? guardSink(sink.value) : dropEvents, () => Effect.void)
+  )
+
+const dropEvents = () => Effect.void

@@ -29,24 +29,39 @@ export class EventSink extends Context.Service<EventSink, {
 export const noopSinkLayer: Layer.Layer<EventSink> = Layer.succeed(EventSink, EventSink.of({ emit: () => Effect.void }))
 
 /**
- * A sink that forwards each event to a callback. The callback may return an `Effect` (which is run)
- * or anything else (ignored).
+ * A sink that forwards each event to a callback. The callback may return an `Effect` (which is run
+ * with the services the layer was built with, so it may use your application's services: they
+ * become requirements of the layer) or anything else (ignored).
+ *
+ * @example
+ * ```ts
+ * import { Context, Effect } from "effect"
+ * import { callbackSinkLayer } from "@agentloop/core"
+ *
+ * class Audit extends Context.Service<Audit, { record: (line: string) => Effect.Effect<void> }>()("app/Audit") {}
+ *
+ * // Layer<EventSink, never, Audit>
+ * export const sink = callbackSinkLayer((event) =>
+ *   Effect.flatMap(Audit, (audit) => audit.record(event.type))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const callbackSinkLayer = (
-  onEvent: (event: LoopEvent) => Effect.Effect<void> | void
-): Layer.Layer<EventSink> =>
-  Layer.succeed(
+export const callbackSinkLayer = <R = never>(
+  onEvent: (event: LoopEvent) => Effect.Effect<void, never, R> | void
+): Layer.Layer<EventSink, never, R> =>
+  Layer.effect(
     EventSink,
-    EventSink.of({
-      emit: (event) =>
-        Effect.suspend(() => {
-          const out = onEvent(event)
-          return Effect.isEffect(out) ? out : Effect.void
-        })
-    })
+    Effect.map(Effect.context<R>(), (context) =>
+      EventSink.of({
+        emit: (event) =>
+          Effect.suspend(() => {
+            const out = onEvent(event)
+            return Effect.isEffect(out) ? Effect.provideContext(out, context) : Effect.void
+          })
+      }))
   )
 
 /**

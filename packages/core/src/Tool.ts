@@ -9,13 +9,14 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Exit, Layer, Schema, SchemaRepresentation } from "effect"
-import type { SchemaAST } from "effect"
-import type { ToolError } from "./Errors.ts"
+import { Context, Effect, Exit, Layer, Schema, SchemaAST, SchemaRepresentation } from "effect"
+import { ToolError } from "./Errors.ts"
 import { Executor } from "./Executor.ts"
 import type { ExecutorShape, ToolContext } from "./Executor.ts"
 import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "./Message.ts"
 import type { JsonSchemaObject, ToolDefinition } from "./Model.ts"
+import { describeFailure } from "./internal/common.ts"
+import { makeArgumentsCheck } from "./internal/jsonSchema.ts"
 import { errorResult } from "./Transcript.ts"
 
 /**
@@ -32,7 +33,10 @@ export type ToolOutput = string | {
 }
 
 /**
- * A tool whose parameters decode to `A` and whose execution needs services `R`.
+ * A tool whose parameters decode to `A` and whose execution needs services `R`. `execute` may fail
+ * with any typed error: the call is then answered with an error result carrying the error's
+ * message (a `ToolError`'s message as it is; for other errors their `message`, or their tag and
+ * fields).
  *
  * @since 0.1.0
  * @category models
@@ -43,7 +47,7 @@ export interface Tool<A, R = never> {
   readonly parameters: Schema.Decoder<A>
   /** What the model is told about this tool. */
   readonly definition: ToolDefinition
-  readonly execute: (args: A, context: ToolContext) => Effect.Effect<ToolOutput, ToolError, R>
+  readonly execute: (args: A, context: ToolContext) => Effect.Effect<ToolOutput, unknown, R>
 }
 
 /**
@@ -85,6 +89,10 @@ const normalizeJsonSchema = (node: unknown): unknown => {
   if (node === null || typeof node !== "object") return node
   const out: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(node as Record<string, unknown>)) out[key] = normalizeJsonSchema(value)
+  // a key the tool does not know is rejected, not silently dropped (see README: extra properties)
+  if (out["type"] === "object" && "properties" in out && (out["additionalProperties"] ?? true) === true) {
+    out["additionalProperties"] = false
+  }
   const anyOf = out["anyOf"]
   if (Array.isArray(anyOf) && anyOf.some(isPlainNumber)) {
     const members = anyOf.filter((member) => !isNonFiniteStrings(member))
@@ -95,6 +103,28 @@ const normalizeJsonSchema = (node: unknown): unknown => {
     out["anyOf"] = members
   }
   return out
+}
+
+/** The prototype every AST node of the `effect` copy this package uses inherits from. */
+const astNodePrototype: object = Object.getPrototypeOf(SchemaAST.Null.prototype)
+
+/**
+ * Throws when `schema` was made by another copy of `effect` than the one this package uses: two
+ * copies of `effect` do not understand each other's schemas, and deciding with the wrong one
+ * would reject valid arguments (or accept invalid ones) without a word.
+ */
+const assertSameEffect = (name: string, schema: Schema.Top): void => {
+  const ast: unknown = (schema as { readonly ast?: unknown }).ast
+  if (typeof ast !== "object" || ast === null) {
+    throw new Error(`agentloop: the parameters of tool "${name}" are not an effect Schema`)
+  }
+  if (!Object.prototype.isPrototypeOf.call(astNodePrototype, ast)) {
+    throw new Error(
+      `agentloop: the parameters schema of tool "${name}" was made by another copy of "effect" than the one ` +
+        `@agentloop/core uses: two copies of "effect" are installed, and neither can check the other's schemas. ` +
+        `Install one copy (\`npm ls effect\` lists them; effect is a peer dependency of @agentloop/core).`
+    )
+  }
 }
 
 const isEmptyStruct = (ast: SchemaAST.AST): boolean =>
@@ -110,6 +140,7 @@ const isEmptyStruct = (ast: SchemaAST.AST): boolean =>
  * @category converting
  */
 export const parametersJsonSchema = (name: string, schema: Schema.Top): JsonSchemaObject => {
+  assertSameEffect(name, schema)
   const document = SchemaRepresentation.toJsonSchemaDocument(
     SchemaRepresentation.toRepresentation(schema.ast, { referencePolicy: () => undefined })
   )
@@ -150,7 +181,7 @@ export const defineTool = <A, R = never>(config: {
   readonly name: string
   readonly description: string
   readonly parameters: Schema.Decoder<A>
-  readonly execute: (args: A, context: ToolContext) => Effect.Effect<ToolOutput, ToolError, R>
+  readonly execute: (args: A, context: ToolContext) => Effect.Effect<ToolOutput, unknown, R>
   /** The tool changes nothing (see `readOnlyPolicy`). */
   readonly readOnly?: boolean | undefined
   /** Calls run alone, in call order (see `ToolDefinition`). */
@@ -214,8 +245,25 @@ const holdsAll = (context: Context.Context<unknown>, services: Context.Context<u
   return true
 }
 
+/** The check of arguments against the JSON Schema the model sees, compiled once per schema. */
+const argumentChecks = new WeakMap<object, PreparedTool["check"]>()
+const argumentCheckOf = (parameters: JsonSchemaObject): PreparedTool["check"] => {
+  let check = argumentChecks.get(parameters)
+  if (check === undefined) {
+    check = makeArgumentsCheck(parameters)
+    argumentChecks.set(parameters, check)
+  }
+  return check
+}
+
+/** A tool's typed failure as a `ToolError` (the `Executor` contract), keeping its message. */
+const asToolError = (error: unknown): ToolError =>
+  error instanceof ToolError ? error : new ToolError({ message: describeFailure(error) })
+
 interface PreparedTool {
   readonly tool: AnyTool
+  /** The problems of arguments that do not satisfy the JSON Schema the model sees, in words. */
+  readonly check: (input: unknown) => ReadonlyArray<string> | undefined
   readonly decode: (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>
 }
 
@@ -235,6 +283,7 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
       if (byName.has(tool.name)) throw new Error(`agentloop: two tools are named "${tool.name}"`)
       byName.set(tool.name, {
         tool,
+        check: argumentCheckOf(tool.definition.parameters),
         decode: decoderOf(tool.parameters)
       })
     }
@@ -274,12 +323,23 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
               { invalidArguments: true }
             )) :
             Effect.updateContext(
-              Effect.map(
+              Effect.mapBoth(
                 Effect.suspend(() => prepared.tool.execute(decoded.value, toolContext)),
-                (output) => toResult(call, output)
+                { onFailure: asToolError, onSuccess: (output) => toResult(call, output) }
               ),
               withTools
             ) as Effect.Effect<ToolResultMessage, ToolError>
+        // arguments are accepted exactly when they satisfy the JSON Schema the model was given;
+        // the schema's own decoding then applies its transformations (and any check the JSON
+        // Schema cannot express)
+        const problems = prepared.check(call.arguments)
+        if (problems !== undefined) {
+          return Effect.succeed(errorResult(
+            call,
+            `Invalid arguments for tool "${call.name}": ${problems.join("; ")}`,
+            { invalidArguments: true }
+          ))
+        }
         // a synchronous schema decodes to an `Exit` at once: no need to run it as an effect
         const decoding = prepared.decode(call.arguments)
         return Exit.isExit(decoding) ?

@@ -43,7 +43,7 @@ describe("tool definitions (JSON Schema for providers)", () => {
           mode: { type: "string", enum: ["text", "binary"] }
         },
         required: ["path"],
-        additionalProperties: true
+        additionalProperties: false
       }
     })
   })
@@ -59,7 +59,7 @@ describe("tool definitions (JSON Schema for providers)", () => {
       type: "object",
       properties: { x: { type: "number" }, y: { type: "number" } },
       required: ["x", "y"],
-      additionalProperties: true
+      additionalProperties: false
     })
   })
 
@@ -126,10 +126,10 @@ describe("the executor built from tools", () => {
     }))
 
   const bad: ReadonlyArray<{ name: string; args: Record<string, unknown>; text: RegExp }> = [
-    { name: "a missing field", args: {}, text: /Invalid arguments for tool "read": Missing key\s+at \["path"\]/ },
-    { name: "a field of the wrong type", args: { path: 5 }, text: /Expected string\s+at \["path"\]/ },
-    { name: "a failed check", args: { path: "a", offset: 0 }, text: /greater than or equal to 1\s+at \["offset"\]/ },
-    { name: "a literal out of range", args: { path: "a", mode: "fast" }, text: /"text" \| "binary".*\s+at \["mode"\]/ }
+    { name: "a missing field", args: {}, text: /^Invalid arguments for tool "read": Missing required key at \["path"\]$/ },
+    { name: "a field of the wrong type", args: { path: 5 }, text: /: Expected a string at \["path"\], got 5$/ },
+    { name: "a failed check", args: { path: "a", offset: 0 }, text: /: Expected a number ≥ 1 at \["offset"\], got 0$/ },
+    { name: "a literal out of range", args: { path: "a", mode: "fast" }, text: /: Expected one of "text", "binary" at \["mode"\], got "fast"$/ }
   ]
   for (const b of bad) {
     it.effect(`${b.name}: an error result saying which field and what was expected; the tool does not run`, () =>

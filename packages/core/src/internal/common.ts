@@ -7,11 +7,25 @@ import type { LoopEvent } from "../LoopEvent.ts"
 /** An already guarded `EventSink.emit`: never fails, never dies. */
 export type Emit = (event: LoopEvent) => Effect.Effect<void>
 
+/** A tagged error without a message, in words: its tag and its fields (`NotFound {"path":"a"}`). */
+const describeTagged = (u: object): string | undefined => {
+  const tag = (u as { readonly _tag?: unknown })._tag
+  if (typeof tag !== "string") return undefined
+  const fields: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(u)) {
+    if (key !== "_tag" && key !== "message" && key !== "stack" && key !== "name") fields[key] = value
+  }
+  if (Object.keys(fields).length === 0) return tag
+  const text = Inspectable.toStringUnknown(fields, 0)
+  return `${tag} ${text.length > 300 ? `${text.slice(0, 297)}...` : text}`
+}
+
 /** Readable text for a failure value: the message of an error, never its stack. */
 export const describeFailure = (u: unknown): string => {
-  if (u instanceof Error) return u.message.length > 0 ? u.message : u.name
-  if (typeof u === "object" && u !== null && typeof (u as { message?: unknown }).message === "string") {
-    return (u as { message: string }).message
+  if (typeof u === "object" && u !== null) {
+    const message = (u as { readonly message?: unknown }).message
+    if (typeof message === "string" && message.length > 0) return message
+    return describeTagged(u) ?? (u instanceof Error ? u.name : Inspectable.toStringUnknown(u, 0))
   }
   return Inspectable.toStringUnknown(u, 0)
 }

