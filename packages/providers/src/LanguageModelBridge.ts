@@ -11,16 +11,17 @@
  * `toolcall_delta`; tool-call parts give the calls their final arguments; the `finish` part
  * gives the stop reason (`stop` → stop, `tool-calls` → toolUse, `length` → length,
  * `content-filter`, `error` and `pause` → error) and the usage; `error` parts end the message
- * `error`. A failure of the language model (`AiError`) is a `ModelError` with its message.
+ * `error`. A failure of the language model (`AiError`) is a `ModelError` with its message and the
+ * matching reason (`RateLimitError` → `rate_limit`, `AuthenticationError` → `auth`, ...).
  * Thinking is replayed as reasoning parts without signatures (they are provider-specific).
  *
  * @since 0.1.0
  */
 import { Clock, Effect, Layer, Predicate, Random, Stream } from "effect"
 import { Model, ModelError } from "@agentloop/core"
-import type { Message, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
 import { LanguageModel, Prompt, Tool } from "effect/ai"
-import type { Response, Toolkit } from "effect/ai"
+import type { AiError, Response, Toolkit } from "effect/ai"
 import type { JsonSchema } from "effect"
 import { MessageAssembly } from "./internal/assembly.ts"
 
@@ -124,6 +125,25 @@ const describe = (u: unknown): string =>
     u :
     "unknown error"
 
+const aiReasons: Readonly<Record<string, ModelErrorReason>> = {
+  RateLimitError: "rate_limit",
+  QuotaExhaustedError: "rate_limit",
+  AuthenticationError: "auth",
+  ContentPolicyError: "content_filter",
+  InvalidRequestError: "invalid_request",
+  InvalidUserInputError: "invalid_request",
+  InternalProviderError: "server",
+  NetworkError: "network",
+  InvalidResponseError: "protocol",
+  InvalidOutputError: "protocol"
+}
+
+/** The `ModelError` reason of an `AiError`, from the tag of its own reason. */
+const reasonOfAiError = (error: AiError.AiError): ModelErrorReason => {
+  const tag = error.reason._tag
+  return Object.hasOwn(aiReasons, tag) ? aiReasons[tag]! : "unknown"
+}
+
 const dynamicTool = (definition: ModelRequest["tools"][number]) =>
   Tool.dynamic(definition.name, {
     description: definition.description,
@@ -206,7 +226,9 @@ const bridgeStream = (
       toolCallValidation: "deferred"
     })
     return parts.pipe(
-      Stream.mapError((e) => new ModelError({ message: `the language model failed: ${describe(e)}` })),
+      Stream.mapError((e) =>
+        new ModelError({ message: `the language model failed: ${describe(e)}`, reason: reasonOfAiError(e) })
+      ),
       Stream.map(onPart),
       Stream.flattenIterable,
       Stream.concat(Stream.fromEffect(finish))

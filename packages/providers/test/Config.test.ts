@@ -114,3 +114,41 @@ describe("options", () => {
       assert.notInclude(String(error), "sk-secret-999")
     }))
 })
+
+describe("timeouts, public headers, prices and caching options", () => {
+  const cases: ReadonlyArray<readonly [string, Partial<OpenAiCompatOptions>, string]> = [
+    ["negative idle", { timeouts: { idle: -1 } }, "timeouts.idle must be a positive duration (or Infinity for no limit)"],
+    ["zero first byte", { timeouts: { firstByte: 0 } }, "timeouts.firstByte must be a positive duration (or Infinity for no limit)"],
+    [
+      "unparseable request",
+      { timeouts: { request: "soon" as unknown as number } },
+      "timeouts.request must be a positive duration (or Infinity for no limit)"
+    ],
+    ["timeouts not an object", { timeouts: 5 as unknown as object }, "timeouts must be an object"],
+    ["publicHeaders not a list", { publicHeaders: "x-title" as unknown as Array<string> }, "publicHeaders must be an array of header names"],
+    ["negative price", { prices: { input: -1, output: 1 } }, "prices.input must be a finite number >= 0 (US dollars per million tokens)"],
+    [
+      "missing output price",
+      { prices: { input: 1 } as unknown as { input: number; output: number } },
+      "prices.output must be a finite number >= 0 (US dollars per million tokens)"
+    ]
+  ]
+  for (const [name, options, message] of cases) {
+    it.effect(`${name} is refused, naming the option`, () =>
+      Effect.gen(function*() {
+        const error = yield* buildError(openAi(options))
+        assert.strictEqual(error.message, message)
+      }))
+  }
+
+  it.effect("promptCaching must be a boolean", () =>
+    Effect.gen(function*() {
+      const error = yield* buildError(anthropic({ apiKey: "k", promptCaching: "yes" as unknown as boolean }))
+      assert.strictEqual(error.message, "promptCaching must be a boolean")
+    }))
+
+  it.effect("Infinity turns a limit off", () =>
+    Effect.gen(function*() {
+      yield* Layer.build(withEnv(openAi({ timeouts: { firstByte: "Infinity", idle: Infinity, request: "Infinity" } }), {}))
+    }))
+})

@@ -9,6 +9,8 @@ export interface SleepWatch {
   readonly watch: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   /** Waits until `count` sleeps have started. */
   readonly started: (count: number) => Effect.Effect<void>
+  /** Waits until `count` sleeps of exactly `millis` have started. */
+  readonly startedOf: (millis: number, count: number) => Effect.Effect<void>
   /** The durations of the sleeps so far, in milliseconds. */
   readonly durations: Effect.Effect<ReadonlyArray<number>>
 }
@@ -22,18 +24,28 @@ export const makeSleepWatch: Effect.Effect<SleepWatch> = Effect.gen(function*() 
     while (signals.length < count) signals.push(Deferred.makeUnsafe<void>())
     return signals[count - 1]!
   }
+  const byDuration = new Map<number, Array<Deferred.Deferred<void>>>()
+  const signalOf = (millis: number, count: number) => {
+    const list = byDuration.get(millis) ?? []
+    byDuration.set(millis, list)
+    while (list.length < count) list.push(Deferred.makeUnsafe<void>())
+    return list[count - 1]!
+  }
   const watched: Clock.Clock = {
     ...clock,
     sleep: (duration) =>
       Effect.suspend(() => {
-        durations.push(Duration.toMillis(duration))
+        const millis = Duration.toMillis(duration)
+        durations.push(millis)
         Deferred.doneUnsafe(signal(durations.length), Effect.void)
+        Deferred.doneUnsafe(signalOf(millis, durations.filter((d) => d === millis).length), Effect.void)
         return clock.sleep(duration)
       })
   }
   return {
     watch: (effect) => Effect.provideService(effect, Clock.Clock, watched),
     started: (count) => Deferred.await(signal(count)),
+    startedOf: (millis, count) => Deferred.await(signalOf(millis, count)),
     durations: Effect.sync(() => durations.slice())
   }
 })

@@ -16,6 +16,9 @@ import type { Scope } from "effect"
  * - `drop`: a 200 event stream that writes `body`, then destroys the socket (a dropped connection).
  * - `hang`: a 200 event stream that writes `body` and never ends; `clientClosed` resolves when the
  *   client goes away.
+ * - `silent`: reads the request and never answers, not even with headers.
+ * - `drip`: a 200 event stream that writes `body` one character every `everyMillis` (real time),
+ *   over and over, until the client goes away.
  */
 export type Reply =
   | { readonly kind: "sse"; readonly body: string; readonly chunkSize?: number }
@@ -27,6 +30,8 @@ export type Reply =
   }
   | { readonly kind: "drop"; readonly body: string }
   | { readonly kind: "hang"; readonly body: string }
+  | { readonly kind: "silent" }
+  | { readonly kind: "drip"; readonly body: string; readonly everyMillis: number }
 
 export interface RecordedRequest {
   readonly method: string
@@ -44,7 +49,7 @@ export interface TestServer {
   readonly bodyOf: (index: number) => Effect.Effect<unknown>
   /** Waits until `count` requests have arrived (their bodies read). */
   readonly awaitRequests: (count: number) => Effect.Effect<void>
-  /** Resolves when the client closed the connection of a `hang` reply. */
+  /** Resolves when the client closed the connection of a `hang`, `silent` or `drip` reply. */
   readonly clientClosed: Effect.Effect<void>
 }
 
@@ -96,6 +101,22 @@ export const makeServer = (script: ReadonlyArray<Reply>): Effect.Effect<TestServ
           response.write(reply.body)
           response.on("close", () => Deferred.doneUnsafe(closed, Effect.void))
           return
+        case "silent":
+          response.on("close", () => Deferred.doneUnsafe(closed, Effect.void))
+          return
+        case "drip": {
+          response.writeHead(200, sseHeaders)
+          let position = 0
+          const timer = setInterval(() => {
+            response.write(reply.body[position % reply.body.length]!)
+            position++
+          }, reply.everyMillis)
+          response.on("close", () => {
+            clearInterval(timer)
+            Deferred.doneUnsafe(closed, Effect.void)
+          })
+          return
+        }
       }
     }
     const server = createServer((request, response) => {
@@ -153,5 +174,5 @@ export const chatSse = (chunks: ReadonlyArray<unknown>, done = true): string =>
   chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`).join("") + (done ? "data: [DONE]\n\n" : "")
 
 /** An SSE body of named events (Anthropic style). */
-export const namedSse = (events: ReadonlyArray<{ readonly type: string }>): string =>
+export const namedSse = (events: ReadonlyArray<{ readonly type: string; readonly [key: string]: unknown }>): string =>
   events.map((event) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`).join("")
