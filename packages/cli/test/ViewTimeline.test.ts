@@ -3,6 +3,8 @@
  * totals and invariant checks.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { parseTranscript } from "@agentloop/core"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { buildTimeline, parseSessionText } from "../src/view/index.ts"
@@ -69,6 +71,21 @@ describe("parseSessionText", () => {
   })
 })
 
+describe("the fixtures are sessions core's reader accepts", () => {
+  it.effect("loadTranscript's parser reads the same messages and records, and would repair the killed one", () =>
+    Effect.gen(function*() {
+      for (const [name, torn, repaired] of [["coding-session.jsonl", undefined, 0], ["killed-mid-batch.jsonl", 9, 2]] as const) {
+        const text = fixture(name)
+        const loaded = yield* parseTranscript(text, name)
+        const ours = parseSessionText(text)
+        assert.strictEqual(loaded.tornLine, torn, name)
+        assert.strictEqual(loaded.repaired, repaired, name)
+        assert.strictEqual(loaded.records.length, ours.filter((l) => l._tag === "Record").length, name)
+        assert.strictEqual(loaded.messages.length - repaired, ours.filter((l) => l._tag === "Message").length, name)
+      }
+    }))
+})
+
 describe("buildTimeline", () => {
   it("groups the recorded session into runs, turns and lanes with their times, approvals and outcomes", () => {
     const timeline = buildTimeline(parseSessionText(fixture("coding-session.jsonl")))
@@ -88,7 +105,7 @@ describe("buildTimeline", () => {
       ["bash", "git log --oneline -5", "ok"]
     ])
     const T = 1795000000000
-    assert.deepStrictEqual(first!.lanes.map((l) => [l.startedAt! - T, l.endedAt! - T]), [[2310, 2340], [2312, 2390], [
+    assert.deepStrictEqual(first!.lanes.map((l) => [l.startedAt! - T, l.endedAt! - T]), [[2310, 2390], [2312, 2330], [
       2315,
       2900
     ]])
