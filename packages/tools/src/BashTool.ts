@@ -1,22 +1,29 @@
 /**
  * `bash`: run a shell command in the workspace.
  *
- * - The command runs as `bash -c` in the workspace root, in its own process group, with stdin
- *   closed and pagers disabled.
+ * - The command runs as `bash -c` in the workspace root, with stdin closed and pagers disabled,
+ *   in a PID namespace of its own where the system allows it (Linux with `unshare`; user
+ *   namespace too when not root), else in its own process group; `details.containment` says which.
+ * - Its environment is this process's minus the model providers' API keys (`DEFAULT_HIDDEN_ENV`,
+ *   plus `BashOptions.hideEnv`); see `BashOptions` and `bashOptionsLayer`.
+ * - Commands over `BASH_MAX_COMMAND_BYTES` are refused with a clear error.
  * - stdout and stderr stream as `tool_progress` events (`{ stream, text }`) while it runs (the
  *   first `BASH_MAX_PROGRESS_CHARS` characters; after that one `{ stream, omitted: true }`).
  * - The result keeps the first `BASH_OUTPUT_HEAD` and last `BASH_OUTPUT_TAIL` characters of the
  *   combined output, with a note of what was cut; `details` has `exitCode`, `signal`,
- *   `timedOut` and `truncated`. A non-zero exit, a signal or a timeout makes it an error result.
- * - Timeout (default `BASH_DEFAULT_TIMEOUT_SECONDS`, at most `BASH_MAX_TIMEOUT_SECONDS`), abort and
- *   interruption kill the **whole process group** (SIGTERM, then SIGKILL after
- *   `BASH_KILL_GRACE`), so no background process it started survives.
+ *   `timedOut`, `truncated` and `containment`. A non-zero exit, a signal or a timeout makes it an
+ *   error result.
+ * - Timeout (default `BASH_DEFAULT_TIMEOUT_SECONDS`, at most `BASH_MAX_TIMEOUT_SECONDS`), abort,
+ *   interruption and the command's normal end kill everything it started: in a PID namespace
+ *   every process in it (SIGKILL, even those that called `setsid` or double-forked), in a process
+ *   group the group (SIGTERM, then SIGKILL after `BASH_KILL_GRACE`).
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Option, Schema, Stream } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import type { PlatformError } from "effect"
 import { ChildProcess } from "effect/process"
+import type { ChildProcessSpawner } from "effect/process"
 import { defineTool, ToolError } from "@agentloop/core"
 import { HeadTailBuffer } from "./internal/text.ts"
 import { Workspace } from "./Workspace.ts"
@@ -34,7 +41,155 @@ export const BASH_MAX_PROGRESS_CHARS = 200_000
 /** @since 0.1.0 @category constants */
 export const BASH_KILL_GRACE: Duration.Input = "2 seconds"
 
-const Timeout = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: BASH_MAX_TIMEOUT_SECONDS }))
+/** @since 0.1.0 @category constants */
+export const BASH_MAX_COMMAND_BYTES = 100 * 1024
+
+/**
+ * Environment variables hidden from `bash` by default: the API keys of well-known model providers.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DEFAULT_HIDDEN_ENV: ReadonlyArray<string> = [
+  "OPENAI_API_KEY",
+  "OPENAI_ORG_ID",
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_AUTH_TOKEN",
+  "CLAUDE_API_KEY",
+  "GEMINI_API_KEY",
+  "GOOGLE_API_KEY",
+  "GOOGLE_GENERATIVE_AI_API_KEY",
+  "VERTEX_API_KEY",
+  "AZURE_OPENAI_API_KEY",
+  "AZURE_API_KEY",
+  "MISTRAL_API_KEY",
+  "CODESTRAL_API_KEY",
+  "GROQ_API_KEY",
+  "XAI_API_KEY",
+  "GROK_API_KEY",
+  "DEEPSEEK_API_KEY",
+  "OPENROUTER_API_KEY",
+  "TOGETHER_API_KEY",
+  "TOGETHERAI_API_KEY",
+  "FIREWORKS_API_KEY",
+  "COHERE_API_KEY",
+  "CO_API_KEY",
+  "PERPLEXITY_API_KEY",
+  "PPLX_API_KEY",
+  "CEREBRAS_API_KEY",
+  "DASHSCOPE_API_KEY",
+  "MOONSHOT_API_KEY",
+  "ZHIPU_API_KEY",
+  "VOYAGE_API_KEY",
+  "REPLICATE_API_TOKEN",
+  "HF_TOKEN",
+  "HUGGING_FACE_HUB_TOKEN",
+  "HUGGINGFACE_API_KEY",
+  "NVIDIA_API_KEY",
+  "AI21_API_KEY",
+  "LLAMA_API_KEY",
+  "AGENTLOOP_API_KEY"
+]
+
+/**
+ * How `bash` runs: which environment it gets and how its processes are contained.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface BashOptions {
+  /** More variable names to hide (e.g. the one `--api-key-env` names), on top of `DEFAULT_HIDDEN_ENV`. */
+  readonly hideEnv?: ReadonlyArray<string> | undefined
+  /** Names to pass although hidden by default (or by `hideEnv`). */
+  readonly passEnv?: ReadonlyArray<string> | undefined
+  /** The last word: receives the environment after hiding, returns the one `bash` gets. */
+  readonly env?: ((env: Readonly<Record<string, string>>) => Record<string, string>) | undefined
+  /**
+   * `"auto"` (default): a PID namespace where the system allows one (Linux, `unshare`), else the
+   * process group. `"process-group"`: always the process group (weaker: see the README).
+   */
+  readonly containment?: "auto" | "process-group" | undefined
+}
+
+/**
+ * The `BashOptions` in effect; defaults to none (provider keys hidden, automatic containment).
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export const BashSettings: Context.Reference<BashOptions> = Context.Reference<BashOptions>(
+  "@agentloop/tools/BashSettings",
+  { defaultValue: () => ({}) }
+)
+
+/**
+ * Provides `options` to the `bash` tool.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const bashOptionsLayer = (options: BashOptions): Layer.Layer<never> => Layer.succeed(BashSettings, options)
+
+/**
+ * The environment `bash` gets from `base` (default: this process's) under `options`: everything
+ * but the hidden names, then `options.env` if given. The pager and colour settings of the tool
+ * are added after this.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const bashEnvironment = (
+  options: BashOptions,
+  base: Readonly<Record<string, string | undefined>> = process.env
+): Record<string, string> => {
+  const hidden = new Set([...DEFAULT_HIDDEN_ENV, ...(options.hideEnv ?? [])])
+  for (const name of options.passEnv ?? []) hidden.delete(name)
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== undefined && !hidden.has(name)) env[name] = value
+  }
+  return options.env === undefined ? env : options.env(env)
+}
+
+/**
+ * How a command's processes are contained: `"pid-namespace"` (all of them die with it, whatever
+ * they do) or `"process-group"` (those that leave the group, e.g. with `setsid`, can survive).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Containment = "pid-namespace" | "process-group"
+
+const namespaceArgs = (): ReadonlyArray<string> => [
+  ...(process.getuid?.() === 0 ? [] : ["--user", "--map-current-user"]),
+  "--pid",
+  "--fork",
+  "--kill-child",
+  "--mount-proc"
+]
+
+let detected: Containment | undefined
+
+/**
+ * The containment `bash` uses here, found once per process by trying `unshare` (Linux only).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const detectContainment: Effect.Effect<Containment, never, ChildProcessSpawner.ChildProcessSpawner> = Effect.suspend(() => {
+  if (detected !== undefined) return Effect.succeed(detected)
+  if (process.platform !== "linux") return Effect.succeed<Containment>("process-group")
+  return Effect.scoped(
+    Effect.flatMap(
+      ChildProcess.make("unshare", [...namespaceArgs(), "true"], { stdin: "ignore", stdout: "ignore", stderr: "ignore" }),
+      (handle) => handle.exitCode
+    )
+  ).pipe(
+    Effect.map((code): Containment => code === 0 ? "pid-namespace" : "process-group"),
+    Effect.orElseSucceed((): Containment => "process-group"),
+    Effect.tap((found) => Effect.sync(() => void (detected = found)))
+  )
+})
 
 /** The signal that ended the process, from the error effect's spawner reports for it. */
 const signalOf = (error: PlatformError.PlatformError): string | undefined => {
@@ -42,6 +197,18 @@ const signalOf = (error: PlatformError.PlatformError): string | undefined => {
   const message = cause instanceof Error ? cause.message : error.message
   return /signal: '([A-Z0-9]+)'/.exec(message)?.[1]
 }
+
+/** Kills what is left of a process group (ignoring a group already gone). */
+const killGroup = (pid: number): void => {
+  // process.kill is a foreign API that reports a missing group by throwing
+  try {
+    process.kill(-pid, "SIGKILL")
+  } catch {
+    // no such group: nothing survived
+  }
+}
+
+const Timeout = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: BASH_MAX_TIMEOUT_SECONDS }))
 
 /**
  * The `bash` tool.
@@ -65,7 +232,16 @@ export const bashTool = defineTool({
   execute: ({ command, timeout }, ctx) =>
     Effect.gen(function*() {
       if (command.trim().length === 0) return yield* new ToolError({ message: "command is empty" })
+      const commandBytes = Buffer.byteLength(command, "utf8")
+      if (commandBytes > BASH_MAX_COMMAND_BYTES) {
+        return yield* new ToolError({
+          message: `command is ${commandBytes} bytes, over the ${BASH_MAX_COMMAND_BYTES}-byte limit; write a script with the ` +
+            "write tool and run it"
+        })
+      }
       const workspace = yield* Workspace
+      const options = yield* BashSettings
+      const containment = options.containment === "process-group" ? "process-group" : yield* detectContainment
       const seconds = timeout ?? BASH_DEFAULT_TIMEOUT_SECONDS
       const output = new HeadTailBuffer(BASH_OUTPUT_HEAD, BASH_OUTPUT_TAIL)
       let progressed = 0
@@ -81,21 +257,30 @@ export const bashTool = defineTool({
             )
           })
         )
+      const env = { ...bashEnvironment(options), PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb", NO_COLOR: "1" }
+      const [file, args] = containment === "pid-namespace" ?
+        ["unshare", [...namespaceArgs(), "bash", "-c", command]] as const :
+        ["bash", ["-c", command]] as const
       const run = Effect.scoped(Effect.gen(function*() {
-        const handle = yield* ChildProcess.make("bash", ["-c", command], {
+        const handle = yield* ChildProcess.make(file, args, {
           cwd: workspace.root,
           detached: true,
           stdin: "ignore",
-          killSignal: "SIGTERM",
+          // in a PID namespace the command is PID 1, which ignores SIGTERM: kill at once
+          killSignal: containment === "pid-namespace" ? "SIGKILL" : "SIGTERM",
           forceKillAfter: BASH_KILL_GRACE,
-          extendEnv: true,
-          env: { PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb", NO_COLOR: "1" }
+          extendEnv: false,
+          env
         })
-        yield* Effect.all([pump(handle.stdout, "stdout"), pump(handle.stderr, "stderr")], {
-          concurrency: 2,
-          discard: true
-        })
-        return yield* Effect.result(handle.exitCode)
+        const pumps = yield* Effect.forkScoped(
+          Effect.all([pump(handle.stdout, "stdout"), pump(handle.stderr, "stderr")], { concurrency: 2, discard: true })
+        )
+        const exit = yield* Effect.result(handle.exitCode)
+        // the command is over: nothing it started may outlive it (in a namespace the kernel has
+        // already killed the rest; in a process group we do)
+        yield* Effect.sync(() => killGroup(handle.pid))
+        yield* Fiber.join(pumps)
+        return exit
       }))
       const finished = yield* Effect.timeoutOption(run, Duration.seconds(seconds)).pipe(
         Effect.mapError((error) => new ToolError({ message: `could not run the command: ${error.message}` }))
@@ -108,13 +293,19 @@ export const bashTool = defineTool({
         else signal = signalOf(finished.value.failure) ?? "unknown"
       }
       const notes: Array<string> = []
-      if (timedOut) notes.push(`[Command timed out after ${seconds} s; its process group was killed.]`)
+      if (timedOut) {
+        notes.push(
+          `[Command timed out after ${seconds} s; ${
+            containment === "pid-namespace" ? "every process it started was killed" : "its process group was killed"
+          }.]`
+        )
+      }
       else if (signal !== null) notes.push(`[Command was killed by signal ${signal}.]`)
       else if (exitCode !== 0) notes.push(`[Command exited with code ${exitCode}.]`)
       const text = output.text.length === 0 && notes.length === 0 ? "(no output)" : output.text
       return {
         content: [{ type: "text" as const, text: [text, ...notes].filter((s) => s.length > 0).join("\n") }],
-        details: { command, exitCode, signal, timedOut, truncated: output.truncated },
+        details: { command, exitCode, signal, timedOut, truncated: output.truncated, containment },
         isError: timedOut || signal !== null || exitCode !== 0
       }
     })

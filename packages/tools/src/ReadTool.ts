@@ -3,16 +3,20 @@
  *
  * Limits: at most `READ_MAX_LINES` lines and `READ_MAX_BYTES` of output per call (the result then
  * says how to read on with `offset`), lines longer than `READ_MAX_LINE_LENGTH` characters are
- * cut, files larger than `READ_MAX_FILE_BYTES` are refused (use `bash` with `head`/`sed`), and
- * binary files are refused. PNG, JPEG, GIF and WebP images up to `READ_MAX_IMAGE_BYTES` come back
+ * cut (never inside a surrogate pair), files larger than `READ_MAX_FILE_BYTES` are refused (use
+ * `bash` with `head`/`sed`), and binary files (a NUL byte in the first 8 KiB, or not valid UTF-8)
+ * are refused. Only regular files with a single hard link are read: FIFOs, sockets and devices are
+ * refused without blocking, and the size is checked on the opened file. PNG, JPEG, GIF and WebP images up to `READ_MAX_IMAGE_BYTES` come back
  * as image content.
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Path, Schema } from "effect"
+import { extname } from "node:path"
+import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "@agentloop/core"
-import { fileError } from "./internal/files.ts"
-import { byteLength, looksBinary } from "./internal/text.ts"
+import { attempt, Confined } from "./internal/confined.ts"
+import { toToolError } from "./internal/files.ts"
+import { byteLength, cutAt, decodeUtf8, looksBinary } from "./internal/text.ts"
 import { Workspace } from "./Workspace.ts"
 
 /** @since 0.1.0 @category constants */
@@ -56,37 +60,31 @@ export const readTool = defineTool({
   execute: ({ path: input, offset, limit }) =>
     Effect.gen(function*() {
       const workspace = yield* Workspace
-      const fs = yield* FileSystem.FileSystem
-      const path = yield* Path.Path
-      const target = yield* workspace.resolve(input)
-      const shown = workspace.display(target)
-      const info = yield* Effect.mapError(fs.stat(target), (e) => fileError(shown, e))
-      if (info.type === "Directory") {
-        return yield* new ToolError({ message: `${shown} is a directory; use bash (ls) to list it` })
-      }
-      const size = Number(info.size)
-      const mimeType = imageTypes[path.extname(target).toLowerCase()]
+      const files = new Confined(workspace.root)
+      const file = yield* attempt(() =>
+        files.read(input, {
+          maxBytes: (name) => imageTypes[extname(name).toLowerCase()] === undefined ? READ_MAX_FILE_BYTES : READ_MAX_IMAGE_BYTES,
+          refuseHardLinks: true
+        })
+      ).pipe(Effect.mapError(toToolError("read")))
+      const { bytes, shown } = file
+      const size = bytes.length
+      const mimeType = imageTypes[extname(file.name).toLowerCase()]
       if (mimeType !== undefined) {
-        if (size > READ_MAX_IMAGE_BYTES) {
-          return yield* new ToolError({ message: `${shown} is an image of ${size} bytes; the limit is ${READ_MAX_IMAGE_BYTES}` })
-        }
-        const bytes = yield* Effect.mapError(fs.readFile(target), (e) => fileError(shown, e))
         return {
           content: [{ type: "image" as const, data: Buffer.from(bytes).toString("base64"), mimeType }],
           details: { path: shown, bytes: size, mimeType }
         }
       }
-      if (size > READ_MAX_FILE_BYTES) {
-        return yield* new ToolError({
-          message: `${shown} is ${size} bytes, over the ${READ_MAX_FILE_BYTES}-byte limit of read; use bash (head, sed -n) ` +
-            "to look at parts of it"
-        })
-      }
-      const bytes = yield* Effect.mapError(fs.readFile(target), (e) => fileError(shown, e))
       if (looksBinary(bytes)) {
         return yield* new ToolError({ message: `${shown} is a binary file (${size} bytes); read only shows text files` })
       }
-      const text = new TextDecoder("utf-8").decode(bytes)
+      const text = decodeUtf8(bytes)
+      if (text === undefined) {
+        return yield* new ToolError({
+          message: `${shown} is not valid UTF-8 text (${size} bytes; binary, or another encoding); use bash (file, iconv, xxd) to look at it`
+        })
+      }
       const lines = text.split("\n")
       if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop()
       const total = text.length === 0 ? 0 : lines.length
@@ -103,7 +101,7 @@ export const readTool = defineTool({
       for (let n = first; n <= total && n < first + wanted; n++) {
         let line = lines[n - 1]!
         if (line.length > READ_MAX_LINE_LENGTH) {
-          line = `${line.slice(0, READ_MAX_LINE_LENGTH)} [... line cut at ${READ_MAX_LINE_LENGTH} characters]`
+          line = `${cutAt(line, READ_MAX_LINE_LENGTH)} [... line cut at ${READ_MAX_LINE_LENGTH} characters]`
           cutLines++
         }
         const numbered = `${String(n).padStart(6)}\t${line}`

@@ -1,12 +1,15 @@
 /**
- * `write`: create or replace a file, atomically (temporary file + rename), creating parent
- * folders.
+ * `write`: create or replace a file, atomically (a temporary file with an unpredictable name,
+ * created exclusively beside the target, then renamed over it), creating parent folders. An
+ * existing file keeps its mode (and owner, where permitted); a hard-linked target is replaced by a
+ * new file (its other links keep the old content).
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Schema } from "effect"
-import { defineTool, ToolError } from "@agentloop/core"
-import { writeAtomically } from "./internal/files.ts"
+import { Effect, Schema } from "effect"
+import { defineTool } from "@agentloop/core"
+import { attempt, Confined } from "./internal/confined.ts"
+import { toToolError } from "./internal/files.ts"
 import { Workspace } from "./Workspace.ts"
 
 /**
@@ -27,19 +30,15 @@ export const writeTool = defineTool({
   execute: ({ path: input, content }) =>
     Effect.gen(function*() {
       const workspace = yield* Workspace
-      const fs = yield* FileSystem.FileSystem
-      const target = yield* workspace.resolve(input)
-      const shown = workspace.display(target)
-      const existing = yield* Effect.result(fs.stat(target))
-      if (existing._tag === "Success" && existing.success.type === "Directory") {
-        return yield* new ToolError({ message: `${shown} is a directory` })
-      }
+      const files = new Confined(workspace.root)
       const bytes = new TextEncoder().encode(content)
-      yield* writeAtomically(target, bytes, shown)
-      const verb = existing._tag === "Success" ? "Replaced" : "Created"
+      const written = yield* attempt(() => files.write(input, { exclusive: false, content: () => bytes })).pipe(
+        Effect.mapError(toToolError("write"))
+      )
+      const verb = written.created ? "Created" : "Replaced"
       return {
-        content: [{ type: "text" as const, text: `${verb} ${shown} (${bytes.length} bytes).` }],
-        details: { path: shown, bytes: bytes.length, created: existing._tag === "Failure" }
+        content: [{ type: "text" as const, text: `${verb} ${written.shown} (${bytes.length} bytes).` }],
+        details: { path: written.shown, bytes: bytes.length, created: written.created }
       }
     })
 })

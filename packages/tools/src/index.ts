@@ -7,7 +7,8 @@ import { Layer } from "effect"
 import { NodeServices } from "@effect/platform-node"
 import { toolExecutorLayer } from "@agentloop/core"
 import type { Executor } from "@agentloop/core"
-import { bashTool } from "./BashTool.ts"
+import { bashOptionsLayer, bashTool } from "./BashTool.ts"
+import type { BashOptions } from "./BashTool.ts"
 import { editTool } from "./EditTool.ts"
 import { readTool } from "./ReadTool.ts"
 import { writeTool } from "./WriteTool.ts"
@@ -15,6 +16,8 @@ import { workspaceLayer } from "./Workspace.ts"
 import type { PlatformError } from "effect"
 
 export * from "./BashTool.ts"
+export * as WorkspaceFiles from "./WorkspaceFiles.ts"
+export * from "./WorkspaceFileError.ts"
 export * from "./EditTool.ts"
 export * from "./ReadTool.ts"
 export * from "./Workspace.ts"
@@ -29,13 +32,25 @@ export * from "./WriteTool.ts"
 export const codingTools = [readTool, writeTool, editTool, bashTool] as const
 
 /**
+ * Options of `codingToolsLayer`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CodingToolsOptions {
+  /** The `bash` tool's environment policy and containment. */
+  readonly bash?: BashOptions | undefined
+}
+
+/**
  * An `Executor` with the coding tools confined to `root`, on Node's file system and processes.
  *
  * @since 0.1.0
  * @category layers
  */
-export const codingToolsLayer = (root: string): Layer.Layer<Executor, PlatformError.PlatformError> =>
+export const codingToolsLayer = (root: string, options: CodingToolsOptions = {}): Layer.Layer<Executor, PlatformError.PlatformError> =>
   toolExecutorLayer(codingTools).pipe(
     Layer.provide(workspaceLayer(root)),
+    Layer.provide(bashOptionsLayer(options.bash ?? {})),
     Layer.provide(NodeServices.layer)
   )

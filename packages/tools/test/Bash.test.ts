@@ -1,11 +1,21 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, FileSystem } from "effect"
+import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { readFileSync } from "node:fs"
-import { BASH_OUTPUT_HEAD, BASH_OUTPUT_TAIL, bashTool } from "@agentloop/tools"
-import { context, details, inWorkspace, text } from "./helpers.ts"
+import * as fc from "fast-check"
+import { readdirSync, readFileSync } from "node:fs"
+import {
+  BASH_MAX_COMMAND_BYTES,
+  BASH_OUTPUT_HEAD,
+  BASH_OUTPUT_TAIL,
+  bashEnvironment,
+  bashOptionsLayer,
+  bashTool,
+  DEFAULT_HIDDEN_ENV,
+  detectContainment
+} from "@agentloop/tools"
+import { context, details, failed, inWorkspace, text } from "./helpers.ts"
 
-/** Whether a process is still running (a zombie counts as gone: it runs nothing). */
+/** Whether a process is running (a zombie counts as gone: it runs nothing). */
 const alive = (pid: number): boolean => {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
@@ -14,6 +24,36 @@ const alive = (pid: number): boolean => {
     return false
   }
 }
+
+/**
+ * Host pids of the running processes whose command line holds `marker` (processes in a PID
+ * namespace report other pids to themselves, so they are found by a unique argument instead).
+ */
+const running = (marker: string): Array<number> =>
+  readdirSync("/proc").filter((d) => /^\d+$/.test(d)).map(Number).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\u0000").includes(marker) && alive(pid)
+    } catch {
+      return false
+    }
+  })
+
+/** Kills whatever a failed test left behind, so one failure does not leak sleepers. */
+const reap = (marker: string) =>
+  Effect.sync(() => {
+    for (const pid of running(marker)) process.kill(pid, "SIGKILL")
+  })
+
+let markers = 0
+/** A unique `sleep` duration, so this test's sleepers are recognisable in /proc. */
+const uniqueSleep = () => `${3000 + process.pid % 1000}.${++markers}${Math.floor(Math.random() * 1e6)}`
+
+/**
+ * A command that starts sleepers in every way a process can leave its parent's group: `setsid -f`,
+ * a `setsid` in a subshell that exits (double fork), a plain double fork, and a background job.
+ */
+const escapers = (s: string) =>
+  `setsid -f sleep ${s}; (setsid sleep ${s} &); (sleep ${s} &); sleep ${s} & echo ready; `
 
 /** A context whose progress is recorded, with a Deferred that completes when `marker` is printed. */
 const watching = (marker: string) =>
@@ -31,21 +71,38 @@ const watching = (marker: string) =>
     return { seen, ready, ctx }
   })
 
-// Starts a background process (recording its pid) and a foreground one, prints "ready", waits.
-const twoSleepers = "sleep 300 & echo $! > bg.pid; sleep 300 & echo $! >> bg.pid; echo ready; wait"
-
-const pidsIn = (root: string) =>
-  Effect.map(Effect.flatMap(FileSystem.FileSystem, (fs) => fs.readFileString(`${root}/bg.pid`)), (s) =>
-    s.trim().split("\n").map(Number))
+/** Waits (in real time, bounded) until the four sleepers of `escapers` are all running. */
+const allStarted = (s: string) =>
+  Effect.promise(async () => {
+    for (let i = 0; i < 200 && running(s).length < 4; i++) await new Promise((r) => setTimeout(r, 10))
+    return running(s).length
+  })
 
 describe("bash", () => {
-  it.effect("runs in the workspace root and returns the output with exit code 0", () =>
+  it.effect("runs in the workspace root and returns the output with exit code 0 and the containment used", () =>
     inWorkspace((root) =>
       Effect.gen(function*() {
         const out = yield* bashTool.execute({ command: "pwd; echo hi" }, context())
         assert.strictEqual(text(out), `${root}\nhi\n`)
-        assert.deepStrictEqual(details(out), { command: "pwd; echo hi", exitCode: 0, signal: null, timedOut: false, truncated: false })
+        assert.deepStrictEqual(details(out), {
+          command: "pwd; echo hi",
+          exitCode: 0,
+          signal: null,
+          timedOut: false,
+          truncated: false,
+          containment: yield* detectContainment
+        })
         assert.isFalse(typeof out !== "string" && out.isError === true)
+      })
+    ))
+
+  it.effect("on Linux with unshare, commands run in their own PID namespace", () =>
+    inWorkspace(() =>
+      Effect.gen(function*() {
+        // this machine (the CI's) allows it, as root and as a normal user: the stronger containment must be the one used
+        assert.strictEqual(yield* detectContainment, "pid-namespace")
+        const out = yield* bashTool.execute({ command: "echo $$; ls /proc | grep -c '^[0-9]'" }, context())
+        assert.strictEqual(text(out).split("\n")[0], "1", "the command is PID 1 of its namespace")
       })
     ))
 
@@ -59,10 +116,13 @@ describe("bash", () => {
       })
     ))
 
-  it.effect("a process killed by a signal reports the signal", () =>
+  it.effect("a process killed by a signal reports the signal (process-group containment)", () =>
     inWorkspace(() =>
       Effect.gen(function*() {
-        const out = yield* bashTool.execute({ command: "kill -KILL $$" }, context())
+        const out = yield* bashTool.execute({ command: "kill -KILL $$" }, context()).pipe(
+          Effect.provide(bashOptionsLayer({ containment: "process-group" }))
+        )
+        assert.strictEqual(details(out)["containment"], "process-group")
         assert.strictEqual(details(out)["signal"], "SIGKILL")
         assert.match(text(out), /killed by signal SIGKILL/)
       })
@@ -90,36 +150,149 @@ describe("bash", () => {
       })
     ))
 
-  it.effect("timeout (TestClock) kills the whole process group: no process survives", () =>
-    inWorkspace((root) =>
+  it.effect("timeout (TestClock) kills every process, also those that called setsid or double-forked", () => {
+    const s = uniqueSleep()
+    return inWorkspace(() =>
       Effect.gen(function*() {
         const { ready, ctx } = yield* watching("ready")
-        const fiber = yield* bashTool.execute({ command: twoSleepers, timeout: 5 }, ctx).pipe(Effect.forkChild)
+        const fiber = yield* bashTool.execute({ command: `${escapers(s)}wait`, timeout: 5 }, ctx).pipe(Effect.forkChild)
         yield* Deferred.await(ready)
-        const pids = yield* pidsIn(root)
-        assert.isTrue(pids.every(alive), "the background processes are running")
+        assert.strictEqual(yield* allStarted(s), 4, "the four sleepers are running")
         yield* TestClock.adjust("5 seconds")
         const out = yield* Fiber.join(fiber)
         assert.isTrue(details(out)["timedOut"])
-        assert.match(text(out), /ready\n\n\[Command timed out after 5 s; its process group was killed\.\]/)
-        assert.deepStrictEqual(pids.filter(alive), [], "no orphan survives")
+        assert.match(text(out), /ready\n\n\[Command timed out after 5 s; every process it started was killed\.\]/)
+        assert.deepStrictEqual(running(s), [], "no process survives")
       })
-    ))
+    ).pipe(Effect.ensuring(reap(s)))
+  })
 
-  it.effect("interruption (abort) kills the whole process group too", () =>
-    inWorkspace((root) =>
+  it.effect("interruption (abort) kills every process, also those that called setsid or double-forked", () => {
+    const s = uniqueSleep()
+    return inWorkspace(() =>
       Effect.gen(function*() {
         const { ready, ctx } = yield* watching("ready")
-        const fiber = yield* bashTool.execute({ command: twoSleepers }, ctx).pipe(Effect.forkChild)
+        const fiber = yield* bashTool.execute({ command: `${escapers(s)}wait` }, ctx).pipe(Effect.forkChild)
         yield* Deferred.await(ready)
-        const pids = yield* pidsIn(root)
+        assert.strictEqual(yield* allStarted(s), 4)
         yield* Fiber.interrupt(fiber)
-        assert.deepStrictEqual(pids.filter(alive), [])
+        assert.deepStrictEqual(running(s), [])
       })
-    ))
+    ).pipe(Effect.ensuring(reap(s)))
+  })
+
+  it.effect("the command's normal end kills what it left running, and its output is returned at once", () => {
+    const s = uniqueSleep()
+    return inWorkspace(() =>
+      Effect.gen(function*() {
+        const { ctx } = yield* watching("ready")
+        // a started-and-checked variant: the command itself waits until its sleepers run, then exits 0
+        const count = `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep ${s} $'`
+        const command = `${escapers(s)}for i in $(seq 500); do [ "$(${count})" -ge 4 ] && break; done; echo started $(${count})`
+        const out = yield* bashTool.execute({ command }, ctx)
+        assert.strictEqual(text(out), "ready\nstarted 4\n")
+        assert.strictEqual(details(out)["exitCode"], 0)
+        assert.deepStrictEqual(running(s), [], "no process outlives the command")
+      })
+    ).pipe(Effect.ensuring(reap(s)))
+  })
+
+  it.effect("process-group fallback: background jobs still die at timeout and at the normal end", () => {
+    const s = uniqueSleep()
+    return inWorkspace(() =>
+      Effect.gen(function*() {
+        const out = yield* bashTool.execute({ command: `sleep ${s} & sleep ${s} & echo started` }, context()).pipe(
+          Effect.provide(bashOptionsLayer({ containment: "process-group" }))
+        )
+        assert.strictEqual(text(out), "started\n")
+        assert.deepStrictEqual(running(s), [])
+      })
+    ).pipe(Effect.ensuring(reap(s)))
+  })
 
   it.effect("an empty command is refused", () =>
     inWorkspace(() =>
-      Effect.map(Effect.flip(bashTool.execute({ command: "  " }, context())), (e) => assert.strictEqual(e.message, "command is empty"))
+      Effect.map(failed(bashTool.execute({ command: "  " }, context())), (e) => assert.strictEqual(e.message, "command is empty"))
     ))
+
+  it.effect("a 200 KB command is a clear error, not a spawn failure", () =>
+    inWorkspace(() =>
+      Effect.gen(function*() {
+        const command = `echo ${"x".repeat(200 * 1024)}`
+        const error = yield* failed(bashTool.execute({ command }, context()))
+        assert.strictEqual(
+          error.message,
+          `command is ${command.length} bytes, over the ${BASH_MAX_COMMAND_BYTES}-byte limit; write a script with the write tool and run it`
+        )
+      })
+    ))
+})
+
+describe("bash environment policy", () => {
+  const withEnv = <A, E, R>(vars: Record<string, string>, effect: Effect.Effect<A, E, R>) =>
+    Effect.acquireUseRelease(
+      Effect.sync(() => {
+        const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]))
+        Object.assign(process.env, vars)
+        return saved
+      }),
+      () => effect,
+      (saved) =>
+        Effect.sync(() => {
+          for (const [k, v] of Object.entries(saved)) {
+            if (v === undefined) delete process.env[k]
+            else process.env[k] = v
+          }
+        })
+    )
+
+  const show = "for v in OPENAI_API_KEY ANTHROPIC_API_KEY MY_KEY PLAIN; do echo \"$v=${!v-unset}\"; done"
+
+  it.effect("provider keys are hidden from bash by default; other variables pass", () =>
+    inWorkspace(() =>
+      withEnv(
+        { OPENAI_API_KEY: "sk-test-openai", ANTHROPIC_API_KEY: "sk-ant-test", MY_KEY: "mine", PLAIN: "plain" },
+        Effect.gen(function*() {
+          const out = yield* bashTool.execute({ command: show }, context())
+          assert.strictEqual(text(out), "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=unset\nMY_KEY=mine\nPLAIN=plain\n")
+          const all = yield* bashTool.execute({ command: "env" }, context())
+          assert.notInclude(text(all), "sk-test-openai")
+          assert.notInclude(text(all), "sk-ant-test")
+        })
+      )
+    ))
+
+  it.effect("hideEnv hides more (the CLI's --api-key-env name), passEnv passes a hidden one, env has the last word", () =>
+    inWorkspace(() =>
+      withEnv(
+        { OPENAI_API_KEY: "sk-test-openai", ANTHROPIC_API_KEY: "sk-ant-test", MY_KEY: "mine", PLAIN: "plain" },
+        Effect.gen(function*() {
+          const hidden = yield* bashTool.execute({ command: show }, context()).pipe(
+            Effect.provide(bashOptionsLayer({ hideEnv: ["MY_KEY"], passEnv: ["ANTHROPIC_API_KEY"] }))
+          )
+          assert.strictEqual(text(hidden), "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=sk-ant-test\nMY_KEY=unset\nPLAIN=plain\n")
+          const custom = yield* bashTool.execute({ command: show }, context()).pipe(
+            Effect.provide(bashOptionsLayer({ env: (env) => ({ PATH: env["PATH"] ?? "/usr/bin:/bin" }) }))
+          )
+          assert.strictEqual(text(custom), "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=unset\nMY_KEY=unset\nPLAIN=unset\n")
+        })
+      )
+    ))
+
+  it("bashEnvironment: hidden names never pass, every other name passes unchanged (property)", () => {
+    const name = fc.stringMatching(/^[A-Z][A-Z0-9_]{0,12}$/)
+    fc.assert(fc.property(
+      fc.dictionary(fc.oneof(name, fc.constantFrom(...DEFAULT_HIDDEN_ENV)), fc.string()),
+      fc.array(name, { maxLength: 4 }),
+      fc.array(fc.oneof(name, fc.constantFrom(...DEFAULT_HIDDEN_ENV)), { maxLength: 3 }),
+      (base, hideEnv, passEnv) => {
+        const env = bashEnvironment({ hideEnv, passEnv }, base)
+        for (const [k, v] of Object.entries(base)) {
+          const hidden = (DEFAULT_HIDDEN_ENV.includes(k) || hideEnv.includes(k)) && !passEnv.includes(k)
+          assert.strictEqual(env[k], hidden ? undefined : v, k)
+        }
+        assert.isTrue(Object.keys(env).every((k) => k in base))
+      }
+    ))
+  })
 })

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FileSystem, Layer } from "effect"
+import { Effect, FileSystem } from "effect"
 import {
   EDIT_MAX_DIFF_CHARS,
   editTool,
@@ -9,7 +9,7 @@ import {
   readTool,
   writeTool
 } from "@agentloop/tools"
-import { context, details, inWorkspace, text } from "./helpers.ts"
+import { context, details, failed, inWorkspace, text } from "./helpers.ts"
 
 const ctx = context()
 
@@ -24,7 +24,7 @@ describe("read", () => {
         const part = yield* readTool.execute({ path: "f.txt", offset: 2, limit: 2 }, ctx)
         assert.strictEqual(text(part), "     2\ttwo\n     3\tthree\n\n[Showing lines 2-3 of 4. Use offset=4 to read on.]")
         assert.deepStrictEqual(details(part), { path: "f.txt", firstLine: 2, lastLine: 3, totalLines: 4, truncated: true })
-        const past = yield* Effect.flip(readTool.execute({ path: "f.txt", offset: 9 }, ctx))
+        const past = yield* failed(readTool.execute({ path: "f.txt", offset: 9 }, ctx))
         assert.strictEqual(past.message, "offset 9 is past the end of f.txt, which has 4 lines")
       })
     ))
@@ -52,12 +52,12 @@ describe("read", () => {
         yield* fs.writeFile(`${root}/bin.dat`, new Uint8Array([1, 2, 0, 3]))
         yield* fs.makeDirectory(`${root}/dir`)
         assert.strictEqual(
-          (yield* Effect.flip(readTool.execute({ path: "bin.dat" }, ctx))).message,
+          (yield* failed(readTool.execute({ path: "bin.dat" }, ctx))).message,
           "bin.dat is a binary file (4 bytes); read only shows text files"
         )
-        assert.match((yield* Effect.flip(readTool.execute({ path: "dir" }, ctx))).message, /dir is a directory/)
+        assert.match((yield* failed(readTool.execute({ path: "dir" }, ctx))).message, /dir is a directory/)
         assert.strictEqual(
-          (yield* Effect.flip(readTool.execute({ path: "nope.txt" }, ctx))).message,
+          (yield* failed(readTool.execute({ path: "nope.txt" }, ctx))).message,
           "nope.txt: no such file or directory"
         )
       })
@@ -75,7 +75,7 @@ describe("read", () => {
 
   it.effect("refuses paths outside the workspace", () =>
     inWorkspace(() =>
-      Effect.map(Effect.flip(readTool.execute({ path: "../x" }, ctx)), (e) => assert.match(e.message, /outside the workspace/))
+      Effect.map(failed(readTool.execute({ path: "../x" }, ctx)), (e) => assert.match(e.message, /outside the workspace/))
     ))
 })
 
@@ -98,52 +98,65 @@ describe("write", () => {
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
         yield* fs.makeDirectory(`${root}/d`)
-        assert.strictEqual((yield* Effect.flip(writeTool.execute({ path: "d", content: "x" }, ctx))).message, "d is a directory")
-        assert.match((yield* Effect.flip(writeTool.execute({ path: "../escape.txt", content: "x" }, ctx))).message, /outside/)
+        assert.strictEqual((yield* failed(writeTool.execute({ path: "d", content: "x" }, ctx))).message, "d is a directory")
+        assert.match((yield* failed(writeTool.execute({ path: "../escape.txt", content: "x" }, ctx))).message, /outside/)
         assert.isFalse(yield* fs.exists(`${root}/../escape.txt`))
       })
     ))
 
-  it.effect("atomic: a write interrupted midway leaves the old file and no temporary file", () =>
+  it.effect("a temporary file left by a crashed write is removed by the next write of that file", () =>
     inWorkspace((root) =>
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
         yield* fs.writeFileString(`${root}/keep.txt`, "old content")
-        const entered = yield* Deferred.make<void>()
-        // a file system whose writeFile stops halfway (after writing part of the file) until interrupted
-        const stalling = Layer.succeed(FileSystem.FileSystem, {
-          ...fs,
-          writeFile: (path, data) =>
-            fs.writeFile(path, data.slice(0, 3)).pipe(
-              Effect.andThen(Deferred.succeed(entered, undefined)),
-              Effect.andThen(Effect.never)
-            )
-        })
-        const fiber = yield* writeTool.execute({ path: "keep.txt", content: "new content" }, ctx).pipe(
-          Effect.provide(stalling),
-          Effect.forkChild
-        )
-        yield* Deferred.await(entered)
-        assert.strictEqual((yield* fs.readDirectory(root)).length, 2, "the new content goes to a temporary file first")
-        yield* Fiber.interrupt(fiber)
-        assert.strictEqual(yield* fs.readFileString(`${root}/keep.txt`), "old content")
-        assert.deepStrictEqual(yield* fs.readDirectory(root), ["keep.txt"])
+        yield* fs.writeFileString(`${root}/.keep.txt.agentloop-0123456789abcdef.tmp`, "half of a new con")
+        yield* fs.writeFileString(`${root}/.other.txt.agentloop-0123456789abcdef.tmp`, "not ours to remove")
+        yield* writeTool.execute({ path: "keep.txt", content: "new content" }, ctx)
+        assert.strictEqual(yield* fs.readFileString(`${root}/keep.txt`), "new content")
+        assert.sameMembers(yield* fs.readDirectory(root), ["keep.txt", ".other.txt.agentloop-0123456789abcdef.tmp"])
       })
     ))
 
-  it.effect("atomic: a failing rename leaves the old file and no temporary file", () =>
+  it.effect("temporary names are unpredictable: links planted at the old names lead nowhere", () =>
     inWorkspace((root) =>
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
-        yield* fs.writeFileString(`${root}/keep.txt`, "old content")
-        const failingRename = Layer.succeed(FileSystem.FileSystem, {
-          ...fs,
-          rename: (from) => fs.rename(from, `${root}/missing-dir/x`)
-        })
-        const error = yield* Effect.flip(writeTool.execute({ path: "keep.txt", content: "new" }, ctx).pipe(Effect.provide(failingRename)))
-        assert.match(error.message, /keep\.txt: no such file or directory/)
-        assert.strictEqual(yield* fs.readFileString(`${root}/keep.txt`), "old content")
-        assert.deepStrictEqual(yield* fs.readDirectory(root), ["keep.txt"])
+        yield* fs.writeFileString(`${root}/../victim.txt`, "victim")
+        yield* fs.writeFileString(`${root}/keep.txt`, "old")
+        // the names the previous implementation used: .<name>.agentloop-<pid>-<counter>.tmp
+        for (let n = 1; n <= 300; n++) yield* fs.symlink(`${root}/../victim.txt`, `${root}/.keep.txt.agentloop-${process.pid}-${n}.tmp`)
+        for (let n = 0; n < 5; n++) yield* writeTool.execute({ path: "keep.txt", content: `new ${n}` }, ctx)
+        yield* editTool.execute({ path: "keep.txt", oldText: "new 4", newText: "edited" }, ctx)
+        assert.strictEqual(yield* fs.readFileString(`${root}/../victim.txt`), "victim")
+        assert.strictEqual((yield* fs.stat(`${root}/keep.txt`)).type, "File")
+        assert.strictEqual(yield* fs.readFileString(`${root}/keep.txt`), "edited")
+      })
+    ))
+
+  it.effect("keeps the mode (and owner) of the file it replaces", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* fs.writeFileString(`${root}/run.sh`, "echo hi\n")
+        yield* fs.chmod(`${root}/run.sh`, 0o755)
+        yield* fs.writeFileString(`${root}/key.pem`, "secret\n")
+        yield* fs.chmod(`${root}/key.pem`, 0o600)
+        yield* writeTool.execute({ path: "run.sh", content: "echo bye\n" }, ctx)
+        yield* editTool.execute({ path: "key.pem", oldText: "secret", newText: "other" }, ctx)
+        assert.strictEqual((yield* fs.stat(`${root}/run.sh`)).mode & 0o777, 0o755)
+        assert.strictEqual((yield* fs.stat(`${root}/key.pem`)).mode & 0o777, 0o600)
+        yield* editTool.execute({ path: "run.sh", oldText: "bye", newText: "again" }, ctx)
+        assert.strictEqual((yield* fs.stat(`${root}/run.sh`)).mode & 0o777, 0o755)
+      })
+    ))
+
+  it.effect("a path ending in / names a directory: write refuses it and creates nothing", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const error = yield* failed(writeTool.execute({ path: "newdir/", content: "x" }, ctx))
+        assert.match(error.message, /^newdir\/ names a directory/)
+        assert.deepStrictEqual(yield* fs.readDirectory(root), [])
       })
     ))
 })
@@ -170,9 +183,9 @@ describe("edit", () => {
         const fs = yield* FileSystem.FileSystem
         const original = "x = 1\nx = 1\n"
         yield* fs.writeFileString(`${root}/f.py`, original)
-        const missing = yield* Effect.flip(editTool.execute({ path: "f.py", oldText: "y = 1", newText: "y = 2" }, ctx))
+        const missing = yield* failed(editTool.execute({ path: "f.py", oldText: "y = 1", newText: "y = 2" }, ctx))
         assert.match(missing.message, /^oldText was not found in f\.py/)
-        const twice = yield* Effect.flip(editTool.execute({ path: "f.py", oldText: "x = 1", newText: "x = 2" }, ctx))
+        const twice = yield* failed(editTool.execute({ path: "f.py", oldText: "x = 1", newText: "x = 2" }, ctx))
         assert.match(twice.message, /^oldText occurs 2 times in f\.py/)
         assert.strictEqual(yield* fs.readFileString(`${root}/f.py`), original)
       })
@@ -205,10 +218,10 @@ describe("edit", () => {
         const fs = yield* FileSystem.FileSystem
         yield* fs.writeFileString(`${root}/t.txt`, "abc")
         yield* fs.writeFile(`${root}/b.bin`, new Uint8Array([0, 1]))
-        assert.match((yield* Effect.flip(editTool.execute({ path: "t.txt", oldText: "", newText: "x" }, ctx))).message, /oldText is empty/)
-        assert.match((yield* Effect.flip(editTool.execute({ path: "t.txt", oldText: "a", newText: "a" }, ctx))).message, /the same/)
-        assert.match((yield* Effect.flip(editTool.execute({ path: "b.bin", oldText: "a", newText: "b" }, ctx))).message, /binary/)
-        assert.match((yield* Effect.flip(editTool.execute({ path: "no.txt", oldText: "a", newText: "b" }, ctx))).message, /no such file/)
+        assert.match((yield* failed(editTool.execute({ path: "t.txt", oldText: "", newText: "x" }, ctx))).message, /oldText is empty/)
+        assert.match((yield* failed(editTool.execute({ path: "t.txt", oldText: "a", newText: "a" }, ctx))).message, /the same/)
+        assert.match((yield* failed(editTool.execute({ path: "b.bin", oldText: "a", newText: "b" }, ctx))).message, /binary/)
+        assert.match((yield* failed(editTool.execute({ path: "no.txt", oldText: "a", newText: "b" }, ctx))).message, /no such file/)
       })
     ))
 

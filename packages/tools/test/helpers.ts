@@ -1,5 +1,6 @@
 import { Effect, FileSystem, Layer } from "effect"
 import { NodeServices } from "@effect/platform-node"
+import { ToolError } from "@agentloop/core"
 import type { ToolContext, ToolOutput } from "@agentloop/core"
 import { Workspace, workspaceLayer } from "@agentloop/tools"
 
@@ -34,3 +35,10 @@ export const details = (output: ToolOutput): Record<string, unknown> =>
 /** Layer with Node services, for tests that build their own workspace. */
 export const node = NodeServices.layer
 export type { Layer }
+
+/** The ToolError a tool call failed with (a defect if it succeeded or failed otherwise). */
+export const failed = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effect<ToolError, never, R> =>
+  Effect.matchEffect(effect, {
+    onFailure: (e) => e instanceof ToolError ? Effect.succeed(e) : Effect.die(new Error(`expected a ToolError, got ${String(e)}`)),
+    onSuccess: () => Effect.die(new Error("expected the tool call to fail, it succeeded"))
+  })

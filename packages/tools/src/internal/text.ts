@@ -69,3 +69,21 @@ export class HeadTailBuffer {
       `${this.headText}\n\n[... ${this.omitted} characters omitted ...]\n\n${this.tailText}`
   }
 }
+
+/** `bytes` decoded as UTF-8, or undefined when they are not valid UTF-8. A BOM is dropped. */
+export const decodeUtf8 = (bytes: Uint8Array, options?: { readonly keepBom?: boolean }): string | undefined => {
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: options?.keepBom === true })
+  // TextDecoder is a foreign API whose only report of invalid input is an exception
+  try {
+    return decoder.decode(bytes)
+  } catch {
+    return undefined
+  }
+}
+
+/** The first `max` UTF-16 units of `text`, one fewer when the cut would split a surrogate pair. */
+export const cutAt = (text: string, max: number): string => {
+  if (text.length <= max) return text
+  const last = text.charCodeAt(max - 1)
+  return text.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max)
+}
