@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { decideTurn, skippedResult, skipText } from "@agentloop/core"
-import type { StopReason, TurnDecision } from "@agentloop/core"
+import type { SkipReason, StopReason, TurnDecision } from "@agentloop/core"
 
 const finish = (decision: TurnDecision) => {
   assert.strictEqual(decision._tag, "Finish")
@@ -31,7 +31,10 @@ describe("decideTurn (SPEC §2, one row each)", () => {
     const d = finish(decideTurn("stop", 2))
     assert.strictEqual(d.reason, "error")
     assert.strictEqual(d.skip, "unexpected-stop")
-    assert.match(d.error!, /2 tool call/)
+    assert.strictEqual(
+      d.error,
+      "protocol violation: the model ended its turn with stopReason \"stop\" but made 2 tool call(s); they were not executed"
+    )
   })
 
   for (const calls of [0, 1, 3]) {
@@ -46,7 +49,8 @@ describe("decideTurn (SPEC §2, one row each)", () => {
       assert.strictEqual(d.reason, "error")
       assert.strictEqual(d.skip, "error")
       assert.strictEqual(d.error, "overloaded")
-      assert.isString(finish(decideTurn("error", calls)).error)
+      // without the model's own message the run still says what happened
+      assert.strictEqual(finish(decideTurn("error", calls)).error, "the model ended its turn with an error")
     })
 
     it(`aborted with ${calls} call(s) executes nothing and ends with aborted`, () => {
@@ -76,5 +80,21 @@ describe("decideTurn (SPEC §2, one row each)", () => {
       isError: true
     })
     assert.match(skipText("interrupted"), /interrupted/)
+  })
+
+  it("each skip reason has its own text, telling the model why the call has no real result", () => {
+    const texts: Record<SkipReason, string> = {
+      "unexpected-stop": "Tool call was not executed because the model ended its turn without asking for tool use.",
+      length: "Tool call was not executed because the model response was truncated.",
+      error: "Tool call was not executed because the model response ended with an error.",
+      aborted: "Tool call was not executed because the run was aborted.",
+      interrupted: "Tool call has no result because the run that made it was interrupted before it finished.",
+      denied: "Tool call was not executed because it was denied."
+    }
+    for (const [reason, text] of Object.entries(texts) as Array<[SkipReason, string]>) {
+      assert.strictEqual(skipText(reason), text, reason)
+      const result = skippedResult({ type: "toolCall", id: "c1", name: "t", arguments: {} }, reason)
+      assert.deepStrictEqual(result.content, [{ type: "text", text }], reason)
+    }
   })
 })
