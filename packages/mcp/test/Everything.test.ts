@@ -17,6 +17,8 @@ import { node, resultsOf, runWithMcp, serverBin, serversLayer, textOf } from "./
 const everything = serverBin("@modelcontextprotocol/server-everything")
 const loopback = fileURLToPath(new URL("./fixtures/loopback.ts", import.meta.url))
 const SECRET = "AGENTLOOP_TEST_SECRET"
+// in this process's environment before any server starts: a stdio server must not get it
+process.env[SECRET] = "do-not-leak"
 
 /** Starts the Streamable HTTP server on a free loopback port; its URL. Stopped with the scope. */
 const startHttpServer = Effect.gen(function*() {
@@ -46,7 +48,6 @@ const httpLayer = Layer.unwrap(Effect.map(startHttpServer, (url) =>
 
 const session = (transport: string) =>
   Effect.gen(function*() {
-    process.env[SECRET] = "do-not-leak"
     const run = yield* runWithMcp([
       turn.toolCalls([
         toolCall("echo", "everything__echo", { message: `hello over ${transport}` }),
@@ -99,11 +100,14 @@ const session = (transport: string) =>
     assert.deepStrictEqual(progress.map((p) => (p as { total: number }).total), [3, 3, 3])
 
     // stdio servers get a minimal environment, never this process's secrets
-    if (transport === "stdio") assert.notInclude(textOf(get("env")), SECRET)
+    if (transport === "stdio") {
+      assert.include(textOf(get("env")), "\"PATH\"")
+      assert.notInclude(textOf(get("env")), SECRET)
+    }
     return run
   })
 
-describe("server-everything over stdio", () => {
+describe("server-everything over stdio", { timeout: 30_000 }, () => {
   layer(stdioLayer, { timeout: "60 seconds" })((it) => {
     it.effect("a session uses its tools: text, image, structured content, links, resources, progress", () =>
       Effect.asVoid(session("stdio")))
@@ -123,7 +127,7 @@ describe("server-everything over stdio", () => {
   })
 })
 
-describe("server-everything over Streamable HTTP on loopback", () => {
+describe("server-everything over Streamable HTTP on loopback", { timeout: 30_000 }, () => {
   layer(httpLayer, { timeout: "60 seconds" })((it) => {
     it.effect("the same session works over HTTP", () => Effect.asVoid(session("http")))
 
@@ -135,7 +139,7 @@ describe("server-everything over Streamable HTTP on loopback", () => {
   })
 })
 
-describe("a Streamable HTTP server that is not there", () => {
+describe("a Streamable HTTP server that is not there", { timeout: 30_000 }, () => {
   layer(NodeServices.layer)((it) => {
     it.effect("fails the layer with a connect error naming the server and its address, not its headers", () =>
       Effect.gen(function*() {

@@ -31,7 +31,7 @@ const callDirect = (name: string, args: Record<string, unknown> = {}) =>
     )
   })
 
-describe("a misbehaving server, shared by the tests of this block", () => {
+describe("a misbehaving server, shared by the tests of this block", { timeout: 30_000 }, () => {
   layer(serversLayer([fakeServer()]), { timeout: "30 seconds" })((it) => {
     it.effect("offers each tool as <server>__<tool>, within what providers accept, with its schema as given", () =>
       Effect.gen(function*() {
@@ -171,7 +171,7 @@ describe("a misbehaving server, shared by the tests of this block", () => {
   })
 })
 
-describe("a server of one's own per test", () => {
+describe("a server of one's own per test", { timeout: 30_000 }, () => {
   it.effect("tools/list_changed applies at the next turn, never in the middle of a batch", () =>
     Effect.gen(function*() {
       const run = yield* runWithMcp([
