@@ -115,16 +115,29 @@ describe("credentials echoed inside a 200 stream", () => {
       assert.notInclude(everything(run), apiKey)
     }))
 
-  it.effect("a key in a malformed event is scrubbed", () =>
+  it.effect("a key in a malformed event is scrubbed, even where the event is clipped", () =>
     Effect.gen(function*() {
-      const server = yield* makeServer([{ kind: "sse", body: `data: {"oops": "${apiKey}"\n\n` }])
+      // the event data is clipped at 200 characters: the key starts at 185
+      const data = `{"oops": "${"x".repeat(175)}${apiKey}"`
+      const server = yield* makeServer([{ kind: "sse", body: `data: ${data}\n\n` }])
       const run = yield* runLoop(openAi(server.url, { apiKey }))
-      assert.include(run.result.error!, "event data is not JSON: {\"oops\": \"[redacted]\"")
-      assert.notInclude(everything(run), apiKey)
+      assert.include(run.result.error!, `event data is not JSON: {"oops": "${"x".repeat(175)}[redacted]"`)
+      assert.notInclude(everything(run), apiKey.slice(0, 8))
     }))
 })
 
 describe("scrubbing happens before clipping", () => {
+  it.effect("a plain-text error body whose key straddles the clipping point leaves no part of it", () =>
+    Effect.gen(function*() {
+      // a proxy's plain-text error: 490 characters, then the key; clipping at 500 first would keep 10 of them
+      const server = yield* makeServer([
+        status(502, `${"x".repeat(490)}${apiKey} upstream failed`, { "content-type": "text/plain" })
+      ])
+      const run = yield* runLoop(openAi(server.url, { apiKey }))
+      assert.notInclude(run.result.error!, apiKey.slice(0, 8))
+      assert.include(run.result.error!, `${"x".repeat(490)}[redacted]`)
+    }))
+
   it.effect("a key that straddles the clipping point leaves no part of itself", () =>
     Effect.gen(function*() {
       // "invalid_request_error: " and 460 characters, then the key: clipping the text at 500 characters
