@@ -10,6 +10,7 @@
  */
 import { Clock, Effect } from "effect"
 import type { LoopEvent, ToolCall, ToolResultMessage } from "@agentloop/core"
+import { stripControl } from "./Sanitize.ts"
 import type { Style } from "./Style.ts"
 
 /**
@@ -32,12 +33,14 @@ export interface Renderer {
   readonly render: (event: LoopEvent) => Effect.Effect<void>
   /** Print a line between events (keeps the status line intact). */
   readonly line: (text: string) => Effect.Effect<void>
+  /** Runs `effect` with the status line cleared and not redrawn (e.g. while asking a question). */
+  readonly hold: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
 const oneLine = (text: string, max: number) => {
-  const flat = text.replace(/\s+/g, " ").trim()
+  const flat = stripControl(text).replace(/\s+/g, " ").trim()
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
@@ -68,7 +71,7 @@ export const describeResult = (result: ToolResultMessage): string => {
 const diffLines = (result: ToolResultMessage): ReadonlyArray<string> => {
   const diff = (result.details as { diff?: unknown } | undefined)?.diff
   if (typeof diff !== "string" || result.isError) return []
-  const lines = diff.split("\n").filter((l) => l.length > 0 && !l.startsWith("@@"))
+  const lines = stripControl(diff).split("\n").filter((l) => l.length > 0 && !l.startsWith("@@"))
   return lines.length > 12 ? [...lines.slice(0, 12), `… ${lines.length - 12} more line(s)`] : lines
 }
 
@@ -86,13 +89,14 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
   let streaming: "text" | "thinking" | undefined
   let statusShown = false
   let frame = 0
+  let held = 0
 
   const clearStatus = () => {
     if (statusShown) write("\r\u001b[K")
     statusShown = false
   }
   const drawStatus = (now: number) => {
-    if (!live || running.size === 0 || streaming !== undefined) return
+    if (!live || running.size === 0 || streaming !== undefined || held > 0) return
     const parts = [...running.values()].map((r) => {
       const seconds = ((now - r.started) / 1000).toFixed(1)
       return `${describeCall(r.call)} ${style.dim(`${seconds}s`)}${r.last ? style.dim(` ${r.last}`) : ""}`
@@ -139,14 +143,15 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
               write(kind === "text" ? style.cyan("assistant ") : style.dim("thinking  "))
               streaming = kind
             }
-            write(kind === "text" ? e.delta : style.dim(e.delta))
+            const delta = stripControl(e.delta)
+            write(kind === "text" ? delta : style.dim(delta))
             return
           }
           case "assistant_message": {
             endStream()
             const m = event.message
             if (m.stopReason !== "toolUse" && m.stopReason !== "stop") {
-              println(style.yellow(`  model stopped: ${m.stopReason}${m.errorMessage ? ` (${m.errorMessage})` : ""}`))
+              println(style.yellow(`  model stopped: ${m.stopReason}${m.errorMessage ? ` (${stripControl(m.errorMessage)})` : ""}`))
             }
             return
           }
@@ -165,7 +170,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             if (live) {
               drawStatus(now)
             } else {
-              for (const l of text.split("\n").filter((l) => l.length > 0)) println(style.dim(`  │ ${l}`))
+              for (const l of stripControl(text).split("\n").filter((l) => l.length > 0)) println(style.dim(`  │ ${l}`))
             }
             return
           }
@@ -198,7 +203,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
           }
           case "turn_end": {
             const color = event.reason === "stop" ? style.green : event.reason === "error" ? style.red : style.yellow
-            println(color(`■ run ended: ${event.reason} after ${event.steps} step(s)${event.error ? ` — ${event.error}` : ""}`))
+            println(color(`■ run ended: ${event.reason} after ${event.steps} step(s)${event.error ? ` — ${stripControl(event.error)}` : ""}`))
             return
           }
         }
@@ -206,6 +211,19 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
 
   return {
     render,
-    line: (text: string) => Effect.sync(() => println(text))
+    line: (text: string) => Effect.sync(() => println(text)),
+    hold: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      Effect.acquireUseRelease(
+        Effect.sync(() => {
+          held++
+          clearStatus()
+          endStream()
+        }),
+        () => effect,
+        () =>
+          Effect.sync(() => {
+            held--
+          })
+      )
   } satisfies Renderer
 })

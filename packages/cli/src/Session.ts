@@ -1,16 +1,18 @@
 /**
  * One coding session: the loop with the coding tools in a workspace, rendered live, continued
- * when the model is cut off by its token limit, then summed up, checked against the invariants
- * and saved as JSONL.
+ * when the model is cut off by its token limit, then summed up and checked against the invariants.
+ * The transcript is appended to `.agentloop/transcript.jsonl` message by message as the run goes
+ * (core's JSONL format), so a session killed at any point leaves a transcript that resumes paired.
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Layer, Path } from "effect"
-import { callbackSinkLayer, Model, runAgentLoop } from "@agentloop/core"
+import { Effect, Layer } from "effect"
+import { callbackSinkLayer, makeTranscriptWriter, Model, PersistenceError, runAgentLoop, transcriptSink } from "@agentloop/core"
 import type { AgentRunResult, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
 import { checkInvariants } from "@agentloop/testkit"
 import type { InvariantViolation } from "@agentloop/testkit"
 import type { Renderer } from "./Renderer.ts"
+import * as WorkspaceIO from "./WorkspaceIO.ts"
 
 /**
  * @since 0.1.0
@@ -67,10 +69,15 @@ export const CODING_SYSTEM_PROMPT = "You are a careful coding agent working in a
  * @category sessions
  */
 export const runSession = (options: SessionOptions) =>
-  Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
+  Effect.scoped(Effect.gen(function*() {
     const model = yield* Model
+    // the transcript file: emptied, then appended line by line, only inside the workspace
+    const transcriptFile = ".agentloop/transcript.jsonl"
+    const toPersistence = (e: WorkspaceIO.WorkspaceWriteError) => new PersistenceError({ path: e.path, message: e.message })
+    yield* WorkspaceIO.writeFile(options.workspace, transcriptFile, "").pipe(Effect.mapError(toPersistence))
+    const file = yield* WorkspaceIO.openAppend(options.workspace, transcriptFile).pipe(Effect.mapError(toPersistence))
+    const writer = yield* makeTranscriptWriter((line) => Effect.mapError(file.append(line), toPersistence))
+    const persist = transcriptSink(writer, (e) => options.renderer.line(`agentloop: ${e.message}`))
     const requests: Array<ModelRequest> = []
     const recordingModel = Layer.succeed(Model, Model.of({
       stream: (request) => {
@@ -82,6 +89,7 @@ export const runSession = (options: SessionOptions) =>
     const runs: Array<AgentRunResult> = []
     const violations: Array<InvariantViolation> = []
     let messages: ReadonlyArray<Message> = [{ role: "user", content: options.prompt }]
+    yield* writer.append(messages[0]!)
     let toolsRun = 0
     while (true) {
       const events: Array<LoopEvent> = []
@@ -89,7 +97,7 @@ export const runSession = (options: SessionOptions) =>
       const sink = callbackSinkLayer((event) => {
         events.push(event)
         if (event.type === "tool_start") toolsRun++
-        return renderer.render(event)
+        return Effect.andThen(persist.emit(event), renderer.render(event))
       })
       const result = yield* runAgentLoop({ systemPrompt: options.systemPrompt, messages, maxSteps: options.maxSteps }).pipe(
         Effect.provide(Layer.merge(recordingModel, sink))
@@ -98,15 +106,13 @@ export const runSession = (options: SessionOptions) =>
       violations.push(...checkInvariants({ input: messages, result, events, requests: requests.slice(firstRequest) }))
       if (result.reason !== "length" || runs.length > options.continuations) break
       yield* renderer.line("↻ the response was cut off; asking the model to continue")
-      messages = [...result.messages, { role: "user", content: CONTINUE_PROMPT }]
+      const next: Message = { role: "user", content: CONTINUE_PROMPT }
+      yield* writer.append(next)
+      messages = [...result.messages, next]
     }
     const final = runs[runs.length - 1]!
     const results = final.messages.flatMap((m) => (m.role === "toolResult" ? [m] : []))
     const skipped = results.filter((r) => (r.details as { skipped?: boolean } | undefined)?.skipped === true).length
-    const directory = path.join(options.workspace, ".agentloop")
-    const transcriptFile = path.join(directory, "transcript.jsonl")
-    yield* fs.makeDirectory(directory, { recursive: true })
-    yield* fs.writeFileString(transcriptFile, final.messages.map((m) => JSON.stringify(m)).join("\n") + "\n")
     return {
       runs,
       final,
@@ -115,9 +121,9 @@ export const runSession = (options: SessionOptions) =>
       toolErrors: results.filter((r) => r.isError).length - skipped,
       skipped,
       violations,
-      transcriptFile
+      transcriptFile: `${options.workspace}/${transcriptFile}`
     } satisfies SessionReport
-  })
+  }))
 
 /**
  * The session's `Model` and `Executor`, for `Effect.provide`.

@@ -3,18 +3,25 @@
  *
  * @since 0.1.0
  */
-import { Effect, FileSystem, Layer, Option, Path } from "effect"
-import { Command, Flag } from "effect/cli"
+import { Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
 import { NodeServices } from "@effect/platform-node"
+import { mkdirSync, mkdtempSync, realpathSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as nodePath from "node:path"
 import type { Model } from "@agentloop/core"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import type { ProviderConfigError } from "@agentloop/providers"
 import { scriptedModelLayer } from "@agentloop/testkit"
 import { codingToolsLayer } from "@agentloop/tools"
 import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
+import { chatCommand, runCommand, sessionsCommand } from "./Agent.ts"
+import { ProviderName } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
+import { viewSession } from "./view/index.ts"
+import * as WorkspaceIO from "./WorkspaceIO.ts"
 
 const workspaceFlag = Flag.Directory("workspace", { mustExist: false }).pipe(
   Flag.withDescription("folder to work in (default: a fresh temporary folder with the demo project)"),
@@ -52,7 +59,9 @@ const apiKeyEnvFlag = Flag.String("api-key-env").pipe(
 const maxTokensFlag = Flag.Int("max-tokens").pipe(Flag.withDescription("output token budget per response"), Flag.optional)
 
 /** A failure of the command that the user can act on; printed without a stack trace. */
-class UsageError extends Error {}
+class UsageError extends Error {
+  readonly _tag = "UsageError"
+}
 
 interface ModelChoice {
   readonly provider: "scripted" | "openai-compat" | "anthropic"
@@ -92,19 +101,35 @@ const chooseModel = (choice: ModelChoice): Effect.Effect<Layer.Layer<Model, Prov
     )
   })
 
-/** Creates the demo project in `root` (a fresh temporary folder when none is given). */
-const prepareWorkspace = (given: Option.Option<string>) =>
+/**
+ * Creates the demo project in `root` (a fresh temporary folder when none is given). Every file
+ * goes through the confined writer (never through a link, never outside `root`); an existing file
+ * is only replaced with `--force`.
+ */
+const prepareWorkspace = (given: Option.Option<string>, force: boolean) =>
   Effect.gen(function*() {
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const root = Option.isSome(given) ?
-      path.resolve(given.value) :
-      yield* fs.makeTempDirectory({ prefix: "agentloop-demo-" })
-    for (const [file, content] of Object.entries(demoFiles)) {
-      yield* fs.makeDirectory(path.dirname(path.join(root, file)), { recursive: true })
-      yield* fs.writeFileString(path.join(root, file), content)
+    if (Option.isSome(given) && given.value.trim().length === 0) {
+      return yield* Effect.fail(new UsageError("--workspace is empty: give a folder (or leave the flag out for a fresh one)"))
     }
-    return yield* fs.realPath(root)
+    const root = Option.isSome(given) ?
+      nodePath.resolve(given.value) :
+      mkdtempSync(nodePath.join(tmpdir(), "agentloop-demo-"))
+    yield* Effect.try({
+      try: () => mkdirSync(root, { recursive: true }),
+      catch: (e) => new UsageError(`cannot create --workspace ${root}: ${(e as { code?: string }).code ?? e}`)
+    })
+    const real = realpathSync(root)
+    for (const [file, content] of Object.entries(demoFiles)) {
+      const write = force ? WorkspaceIO.writeFile(real, file, content) : WorkspaceIO.createFile(real, file, content)
+      yield* write.pipe(Effect.mapError((e) =>
+        new UsageError(
+          e.reason === "AlreadyExists" ?
+            `${nodePath.join(real, file)} already exists: the demo does not overwrite your files (use --force, or another --workspace)` :
+            e.message
+        )
+      ))
+    }
+    return real
   })
 
 const demo = Command.make("demo", {
@@ -114,7 +139,8 @@ const demo = Command.make("demo", {
   baseUrl: baseUrlFlag,
   model: modelFlag,
   apiKeyEnv: apiKeyEnvFlag,
-  maxTokens: maxTokensFlag
+  maxTokens: maxTokensFlag,
+  force: Flag.Boolean("force").pipe(Flag.withDescription("replace the demo's files when they exist in --workspace"), Flag.withDefault(false))
 }, (config) =>
   Effect.scoped(Effect.gen(function*() {
     const style = makeStyle(wantsColor(process.stdout.isTTY, process.env))
@@ -131,7 +157,7 @@ const demo = Command.make("demo", {
       Effect.catchTag("ProviderConfigError", (e) =>
         Effect.fail(new UsageError(`${e.message} (the CLI reads API keys from the environment: see --api-key-env)`)))
     )
-    const root = yield* prepareWorkspace(config.workspace)
+    const root = yield* prepareWorkspace(config.workspace, config.force)
     const who = config.provider === "scripted" ?
       "scripted model" :
       `${config.provider} ${Option.getOrElse(config.model, () => "")}${
@@ -174,12 +200,87 @@ const demo = Command.make("demo", {
       Effect.sync(() => {
         process.stderr.write(`agentloop: ${e.message}\n`)
         process.exitCode = 1
+      })),
+    // a write that failed or was refused (a link, outside the workspace): one line, no stack
+    Effect.catchTag("PersistenceError", (e) =>
+      Effect.sync(() => {
+        process.stderr.write(`agentloop: ${e.message}\n`)
+        process.exitCode = 1
       }))
   )).pipe(Command.withDescription(
     "Run a coding session in a fresh temporary folder holding a small project with a bug: the model fixes it " +
       "with the read, write, edit and bash tools. By default the model is the built-in scripted one (no network, " +
       "no API key); --provider runs the same session against a real model."
   ))
+
+const optionalString = (name: string, description: string) =>
+  Flag.String(name).pipe(Flag.withDescription(description), Flag.optional)
+const optionalInt = (name: string, description: string) =>
+  Flag.Int(name).pipe(Flag.withDescription(description), Flag.optional)
+
+/** The flags of `run` and `chat`; unset ones fall back to the environment and the config files. */
+const agentFlags = {
+  workspace: optionalString("workspace", "project folder to work in (default: the current folder)"),
+  provider: Flag.Literals("provider", ProviderName.literals).pipe(
+    Flag.withDescription("openai-compat (OpenAI, Ollama, llama.cpp, vLLM, LM Studio...) or anthropic"),
+    Flag.optional
+  ),
+  model: optionalString("model", "model name, e.g. gpt-4.1, claude-sonnet-4-5, qwen2.5-coder"),
+  baseUrl: optionalString("base-url", "API root, e.g. http://127.0.0.1:11434/v1 for Ollama"),
+  apiKeyEnv: optionalString(
+    "api-key-env",
+    "environment variable holding the API key (default: OPENAI_API_KEY / ANTHROPIC_API_KEY for the providers' own " +
+      "servers); bash never sees it"
+  ),
+  maxTokens: optionalInt("max-tokens", "output token budget per response"),
+  maxSteps: optionalInt("max-steps", "largest number of model requests per run (default 50)"),
+  contextWindow: optionalInt(
+    "context-window",
+    "the model's context window in tokens; older turns are summarised past 75% of it (default: known models' own)"
+  ),
+  firstByteTimeout: optionalString("first-byte-timeout", "longest wait for the response's headers (seconds or e.g. \"2 minutes\")"),
+  idleTimeout: optionalString("idle-timeout", "longest silence while a response streams"),
+  requestTimeout: optionalString("request-timeout", "longest time for one model request"),
+  yes: Flag.Boolean("yes").pipe(Flag.withAlias("y"), Flag.withDescription("allow every tool call without asking"), Flag.withDefault(false)),
+  continue: Flag.Boolean("continue").pipe(Flag.withAlias("c"), Flag.withDescription("continue the latest session"), Flag.withDefault(false)),
+  resume: optionalString("resume", "continue the session with this id (see agentloop sessions)")
+}
+
+const run = Command.make("run", { ...agentFlags, task: Argument.String("task") }, runCommand).pipe(
+  Command.withDescription(
+    "Run one task in the current folder and exit: 0 when the model finished, non-zero naming the reason otherwise. " +
+      "Calls that change things ask first on a terminal; in a pipe they are denied unless --yes."
+  )
+)
+
+const chat = Command.make("chat", agentFlags, chatCommand).pipe(
+  Command.withDescription("An interactive coding session in the current folder (/help inside for commands).")
+)
+
+const sessions = Command.make("sessions", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)")
+}, ({ workspace }) => sessionsCommand(workspace)).pipe(
+  Command.withDescription("List the sessions of this folder: id, date, steps, how it ended, first prompt.")
+)
+
+const view = Command.make("view", {
+  session: Argument.String("session").pipe(Argument.optional),
+  port: optionalInt("port", "port on 127.0.0.1 (default: any free one)"),
+  workspace: optionalString("workspace", "project folder (default: the current folder)")
+}, ({ port, session, workspace }) =>
+  viewSession({
+    workspace: Option.getOrElse(workspace, () => process.cwd()),
+    session: Option.getOrUndefined(session),
+    port: Option.getOrUndefined(port)
+  }).pipe(
+    Effect.catchTag("ViewError", (e) =>
+      Effect.sync(() => {
+        process.stderr.write(`agentloop: ${e.message}\n`)
+        process.exitCode = 2
+      }))
+  )).pipe(
+  Command.withDescription("Show a session (default: the latest) as a timeline in the browser, served on 127.0.0.1.")
+)
 
 /**
  * The `agentloop` command.
@@ -188,8 +289,8 @@ const demo = Command.make("demo", {
  * @category commands
  */
 export const agentloop = Command.make("agentloop").pipe(
-  Command.withDescription("agentloop: a verifiable agent loop on Effect 4."),
-  Command.withSubcommands([demo])
+  Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
+  Command.withSubcommands([run, chat, sessions, view, demo])
 )
 
 /**

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -10,19 +10,20 @@ import type { Message } from "@agentloop/core"
 const bin = fileURLToPath(new URL("../bin/agentloop.js", import.meta.url))
 
 /** Runs the CLI as a separate process (not a terminal), the way a user or CI would. */
-const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
-  const run = spawnSync(process.execPath, [bin, ...args], {
-    encoding: "utf8",
-    timeout: 60_000,
-    env: { ...process.env, ...env }
+const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, ["--conditions=agentloop-source", bin, ...args], { env: { ...process.env, ...env } })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (d) => (stdout += d))
+    child.stderr.on("data", (d) => (stderr += d))
+    child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
-  return { code: run.status, stdout: run.stdout, stderr: run.stderr }
-}
 
 describe("agentloop demo (end to end, as a process)", () => {
-  it("runs the whole scripted coding session, exits 0 and saves the transcript", () => {
+  it("runs the whole scripted coding session, exits 0 and saves the transcript", async () => {
     const workspace = join(mkdtempSync(join(tmpdir(), "agentloop-cli-test-")), "ws")
-    const run = cli(["demo", "--workspace", workspace])
+    const run = await cli(["demo", "--workspace", workspace])
     assert.strictEqual(run.code, 0, run.stderr)
     const out = run.stdout
     for (
@@ -54,28 +55,33 @@ describe("agentloop demo (end to end, as a process)", () => {
     assert.strictEqual(transcript.length, 16)
     assert.deepStrictEqual(pairingViolations(transcript), [])
     assert.include(out, `transcript   ${join(workspace, ".agentloop/transcript.jsonl")}`)
-  }, 60_000)
+  }, 120_000)
 
-  it("--help shows the commands and their flags", () => {
-    const top = cli(["--help"])
+  it("--help shows the commands and their flags", async () => {
+    const [top, demo, run] = await Promise.all([cli(["--help"]), cli(["demo", "--help"]), cli(["run", "--help"])])
     assert.strictEqual(top.code, 0)
     assert.include(top.stdout, "agentloop <subcommand> [flags]")
-    assert.include(top.stdout, "demo")
-    const demo = cli(["demo", "--help"])
+    for (const command of ["run", "chat", "sessions", "view", "demo"]) assert.include(top.stdout, command)
+    assert.strictEqual(run.code, 0)
+    for (const flag of ["--yes", "--continue", "--resume", "--context-window", "--api-key-env", "--idle-timeout"]) {
+      assert.include(run.stdout, flag)
+    }
     assert.strictEqual(demo.code, 0)
     assert.include(demo.stdout, "--workspace")
     assert.include(demo.stdout, "--max-steps")
-  }, 30_000)
+  }, 120_000)
 
-  it("bad flags and unknown commands give a clear error and a non-zero exit", () => {
-    const bogus = cli(["demo", "--bogus"])
+  it("bad flags and unknown commands give a clear error and a non-zero exit", async () => {
+    const [bogus, steps, unknown] = await Promise.all([
+      cli(["demo", "--bogus"]),
+      cli(["demo", "--max-steps", "many"]),
+      cli(["frobnicate"])
+    ])
     assert.notStrictEqual(bogus.code, 0)
     assert.include(bogus.stderr, "Unrecognized flag: --bogus")
-    const steps = cli(["demo", "--max-steps", "many"])
     assert.notStrictEqual(steps.code, 0)
     assert.include(steps.stderr, "Invalid value for flag --max-steps: \"many\"")
-    const unknown = cli(["frobnicate"])
     assert.notStrictEqual(unknown.code, 0)
     assert.include(unknown.stderr, "Unknown subcommand \"frobnicate\"")
-  }, 30_000)
+  }, 120_000)
 })

@@ -8,7 +8,7 @@ const bin = fileURLToPath(new URL("../bin/agentloop.js", import.meta.url))
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [bin, ...args], { env: { ...process.env, ...env } })
+    const child = spawn(process.execPath, ["--conditions=agentloop-source", bin, ...args], { env: { ...process.env, ...env } })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += d))
@@ -64,7 +64,7 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
     } finally {
       server.close()
     }
-  }, 60_000)
+  }, 120_000)
 
   it("a missing API key is a clear error before anything runs", async () => {
     const result = await run(["demo", "--provider", "anthropic", "--model", "claude-sonnet-4-5"], { ANTHROPIC_API_KEY: "" })
@@ -72,19 +72,19 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
     assert.include(result.stderr, "missing API key")
     assert.include(result.stderr, "ANTHROPIC_API_KEY")
     assert.strictEqual(result.stdout, "", "nothing ran")
-  }, 30_000)
+  }, 120_000)
 
   it("a named key variable that is not set is a clear error", async () => {
     const result = await run(["demo", "--provider", "openai-compat", "--model", "m", "--api-key-env", "AGENTLOOP_TEST_NO_SUCH_KEY"])
     assert.strictEqual(result.code, 1)
     assert.include(result.stderr, "AGENTLOOP_TEST_NO_SUCH_KEY (--api-key-env) is not set")
-  }, 30_000)
+  }, 120_000)
 
   it("--model is required with a real provider", async () => {
     const result = await run(["demo", "--provider", "openai-compat"])
     assert.strictEqual(result.code, 1)
     assert.include(result.stderr, "--model is required with --provider openai-compat")
-  }, 30_000)
+  }, 120_000)
 
   it("a server that is not there is a clear error naming it", async () => {
     const server = createServer()
@@ -95,5 +95,5 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
     assert.strictEqual(result.code, 1)
     assert.include(result.stdout, `No answer from http://127.0.0.1:${port}/v1`)
     assert.include(result.stdout, "Is the server running")
-  }, 60_000)
+  }, 120_000)
 })

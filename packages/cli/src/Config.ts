@@ -1,0 +1,235 @@
+/**
+ * Settings of `agentloop run` and `agentloop chat`, from (highest precedence first):
+ *
+ * 1. command-line flags;
+ * 2. environment variables (`AGENTLOOP_PROVIDER`, `AGENTLOOP_MODEL`, `AGENTLOOP_BASE_URL`,
+ *    `AGENTLOOP_API_KEY_ENV`, `AGENTLOOP_CONTEXT_WINDOW`);
+ * 3. the project's `.agentloop/config.json` (in the workspace);
+ * 4. the user's `agentloop/config.json` in `$XDG_CONFIG_HOME` (default `~/.config`);
+ * 5. built-in defaults.
+ *
+ * Each field is taken from the first place that sets it. API keys are never in a config file or a
+ * flag: they are read from the environment variable named by `apiKeyEnv` (default
+ * `OPENAI_API_KEY` / `ANTHROPIC_API_KEY` for the providers' own servers).
+ *
+ * @since 0.1.0
+ */
+import { Effect, Option, Schema } from "effect"
+import { existsSync, readFileSync } from "node:fs"
+import { homedir } from "node:os"
+import * as nodePath from "node:path"
+
+/**
+ * The providers the CLI knows.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const ProviderName = Schema.Literals(["scripted", "openai-compat", "anthropic"])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ProviderName = typeof ProviderName.Type
+
+const Positive = Schema.Int.check(Schema.isGreaterThan(0))
+const Duration = Schema.Union([Schema.Finite, Schema.String])
+
+/**
+ * The shape of a config file (every field optional; unknown fields are an error, so a typo is
+ * caught).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ConfigFile = Schema.Struct({
+  provider: Schema.optionalKey(ProviderName),
+  model: Schema.optionalKey(Schema.String),
+  baseUrl: Schema.optionalKey(Schema.String),
+  apiKeyEnv: Schema.optionalKey(Schema.String),
+  maxTokens: Schema.optionalKey(Positive),
+  maxSteps: Schema.optionalKey(Positive),
+  contextWindow: Schema.optionalKey(Positive),
+  systemPrompt: Schema.optionalKey(Schema.String),
+  timeouts: Schema.optionalKey(Schema.Struct({
+    firstByte: Schema.optionalKey(Duration),
+    idle: Schema.optionalKey(Duration),
+    request: Schema.optionalKey(Duration)
+  })),
+  mcpServers: Schema.optionalKey(Schema.Unknown)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ConfigFile = typeof ConfigFile.Type
+
+/**
+ * A config file that cannot be read or is not valid; the message names the file and the field.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError", {
+  message: Schema.String
+}) {}
+
+/**
+ * Where the config files are looked for: the project's, then the user's.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const configFiles = (workspace: string, env: NodeJS.ProcessEnv): ReadonlyArray<string> => {
+  const xdg = env["XDG_CONFIG_HOME"]
+  const home = env["HOME"] ?? homedir()
+  const userFolder = xdg !== undefined && xdg.length > 0 ? xdg : nodePath.join(home, ".config")
+  return [nodePath.join(workspace, ".agentloop", "config.json"), nodePath.join(userFolder, "agentloop", "config.json")]
+}
+
+const decodeConfig = Schema.decodeUnknownEffect(ConfigFile)
+
+/**
+ * Reads one config file (`undefined` when there is none).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const readConfigFile = (file: string): Effect.Effect<ConfigFile | undefined, ConfigError> =>
+  Effect.gen(function*() {
+    if (!existsSync(file)) return undefined
+    const text = yield* Effect.try({
+      try: () => readFileSync(file, "utf8"),
+      catch: (e) => new ConfigError({ message: `cannot read ${file}: ${(e as Error).message}` })
+    })
+    const json = yield* Effect.try({
+      try: () => JSON.parse(text) as unknown,
+      catch: () => new ConfigError({ message: `${file} is not valid JSON` })
+    })
+    return yield* decodeConfig(json, { onExcessProperty: "error" }).pipe(
+      Effect.mapError((e) => new ConfigError({ message: `${file} is not a valid agentloop config: ${e.message}` }))
+    )
+  })
+
+/**
+ * What the flags of `run` / `chat` say (unset flags are `None`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FlagSettings {
+  readonly provider: Option.Option<ProviderName>
+  readonly model: Option.Option<string>
+  readonly baseUrl: Option.Option<string>
+  readonly apiKeyEnv: Option.Option<string>
+  readonly maxTokens: Option.Option<number>
+  readonly maxSteps: Option.Option<number>
+  readonly contextWindow: Option.Option<number>
+  readonly firstByteTimeout: Option.Option<string>
+  readonly idleTimeout: Option.Option<string>
+  readonly requestTimeout: Option.Option<string>
+}
+
+/**
+ * The settings in effect, with where each provider setting came from (for messages).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Settings {
+  readonly provider: ProviderName | undefined
+  readonly model: string | undefined
+  readonly baseUrl: string | undefined
+  readonly apiKeyEnv: string | undefined
+  readonly maxTokens: number | undefined
+  readonly maxSteps: number
+  readonly contextWindow: number | undefined
+  readonly systemPrompt: string | undefined
+  readonly timeouts: {
+    readonly firstByte?: number | string
+    readonly idle?: number | string
+    readonly request?: number | string
+  }
+  readonly mcpServers: unknown
+  /** The config files that were found, in precedence order. */
+  readonly files: ReadonlyArray<string>
+}
+
+/**
+ * The default largest number of model requests per run.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DEFAULT_RUN_MAX_STEPS = 50
+
+const envInt = (env: NodeJS.ProcessEnv, name: string): Effect.Effect<number | undefined, ConfigError> => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return Effect.succeed(undefined)
+  const n = Number(raw)
+  return Number.isInteger(n) && n > 0 ?
+    Effect.succeed(n) :
+    Effect.fail(new ConfigError({ message: `${name} must be a positive whole number, got "${raw}"` }))
+}
+
+const envProvider = (env: NodeJS.ProcessEnv): Effect.Effect<ProviderName | undefined, ConfigError> => {
+  const raw = env["AGENTLOOP_PROVIDER"]
+  if (raw === undefined || raw === "") return Effect.succeed(undefined)
+  return Schema.is(ProviderName)(raw) ?
+    Effect.succeed(raw) :
+    Effect.fail(new ConfigError({ message: `AGENTLOOP_PROVIDER must be scripted, openai-compat or anthropic, got "${raw}"` }))
+}
+
+const nonEmpty = (s: string | undefined) => (s === undefined || s === "" ? undefined : s)
+
+/**
+ * Resolves the settings from flags, environment and config files (see the module's description).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const resolveSettings = (
+  flags: FlagSettings,
+  workspace: string,
+  env: NodeJS.ProcessEnv
+): Effect.Effect<Settings, ConfigError> =>
+  Effect.gen(function*() {
+    const candidates = configFiles(workspace, env)
+    const files: Array<ConfigFile> = []
+    const found: Array<string> = []
+    for (const file of candidates) {
+      const config = yield* readConfigFile(file)
+      if (config !== undefined) {
+        files.push(config)
+        found.push(file)
+      }
+    }
+    const fromFiles = <K extends keyof ConfigFile>(key: K): ConfigFile[K] | undefined => {
+      for (const f of files) if (f[key] !== undefined) return f[key]
+      return undefined
+    }
+    const pick = <A>(flag: Option.Option<A>, fromEnv: A | undefined, key: keyof ConfigFile): A | undefined =>
+      Option.isSome(flag) ? flag.value : fromEnv !== undefined ? fromEnv : (fromFiles(key) as A | undefined)
+    const fileTimeouts = fromFiles("timeouts") ?? {}
+    const timeout = (flag: Option.Option<string>, key: "firstByte" | "idle" | "request") => {
+      const value = Option.isSome(flag) ? flag.value : fileTimeouts[key]
+      return value === undefined ? {} : { [key]: typeof value === "string" && /^\d+(\.\d+)?$/.test(value) ? `${value} seconds` : value }
+    }
+    return {
+      provider: pick(flags.provider, yield* envProvider(env), "provider"),
+      model: pick(flags.model, nonEmpty(env["AGENTLOOP_MODEL"]), "model"),
+      baseUrl: pick(flags.baseUrl, nonEmpty(env["AGENTLOOP_BASE_URL"]), "baseUrl"),
+      apiKeyEnv: pick(flags.apiKeyEnv, nonEmpty(env["AGENTLOOP_API_KEY_ENV"]), "apiKeyEnv"),
+      maxTokens: pick(flags.maxTokens, undefined, "maxTokens"),
+      maxSteps: pick(flags.maxSteps, undefined, "maxSteps") ?? DEFAULT_RUN_MAX_STEPS,
+      contextWindow: pick(flags.contextWindow, yield* envInt(env, "AGENTLOOP_CONTEXT_WINDOW"), "contextWindow"),
+      systemPrompt: fromFiles("systemPrompt"),
+      timeouts: {
+        ...timeout(flags.firstByteTimeout, "firstByte"),
+        ...timeout(flags.idleTimeout, "idle"),
+        ...timeout(flags.requestTimeout, "request")
+      },
+      mcpServers: fromFiles("mcpServers"),
+      files: found
+    }
+  })

@@ -1,0 +1,246 @@
+/**
+ * Sessions: one JSONL file per session under `.agentloop/sessions/<id>.jsonl` in the workspace,
+ * appended line by line as things happen (see the README's "Session files" for every record). It
+ * is a superset of core's transcript format, so `loadTranscript(file)` gives the transcript.
+ *
+ * @since 0.1.0
+ */
+import { Clock, Effect, Random } from "effect"
+import type { Scope } from "effect"
+import { makeTranscriptWriter, parseTranscript, PersistenceError } from "@agentloop/core"
+import type { Message, TranscriptEntry, TranscriptRecord, TranscriptWriter, Usage } from "@agentloop/core"
+import { readdirSync, readFileSync } from "node:fs"
+import * as nodePath from "node:path"
+import * as WorkspaceIO from "./WorkspaceIO.ts"
+
+/**
+ * The sessions folder, relative to the workspace.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const SESSIONS_FOLDER = ".agentloop/sessions"
+
+/**
+ * The first line of a session file.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SessionHeader = {
+  readonly type: "session"
+  readonly version: 1
+  readonly id: string
+  readonly at: number
+  readonly cwd: string
+  readonly provider: string
+  readonly model: string
+  readonly systemPrompt: string
+}
+
+/**
+ * An open session: what was in the file, and a writer that appends to it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionLog {
+  readonly id: string
+  /** The file, relative to the workspace. */
+  readonly file: string
+  readonly header: SessionHeader
+  /** The transcript so far (checked and paired). */
+  readonly messages: ReadonlyArray<Message>
+  /** The records so far. */
+  readonly records: ReadonlyArray<TranscriptRecord>
+  /** Whether a torn last line (left by a crash) was cut off when the session was opened. */
+  readonly repairedTornLine: boolean
+  readonly writer: TranscriptWriter
+}
+
+/**
+ * A new session id: the time (UTC) and four random characters, e.g. `20261130-215501-k3f9`; ids
+ * sort by time.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const newSessionId: Effect.Effect<string> = Effect.gen(function*() {
+  const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+  const stamp = `${now.slice(0, 10).replace(/-/g, "")}-${now.slice(11, 19).replace(/:/g, "")}`
+  const suffix = (yield* Random.nextIntBetween(0, 36 ** 4)).toString(36).padStart(4, "0")
+  return `${stamp}-${suffix}`
+})
+
+const toPersistenceError = (e: WorkspaceIO.WorkspaceWriteError) => new PersistenceError({ path: e.path, message: e.message })
+
+const writerFor = (root: string, file: string, exclusive: boolean, repaired: boolean) =>
+  Effect.flatMap(Effect.mapError(WorkspaceIO.openAppend(root, file, exclusive), toPersistenceError), (appendFile) =>
+    makeTranscriptWriter((line) => Effect.mapError(appendFile.append(line), toPersistenceError), repaired))
+
+/**
+ * Starts a new session file with its header.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const createSession = (
+  root: string,
+  header: Omit<SessionHeader, "type" | "version" | "id" | "at">
+): Effect.Effect<SessionLog, PersistenceError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const id = yield* newSessionId
+    const file = `${SESSIONS_FOLDER}/${id}.jsonl`
+    const writer = yield* writerFor(root, file, true, false)
+    const full: SessionHeader = { type: "session", version: 1, id, at: yield* Clock.currentTimeMillis, ...header }
+    yield* writer.append(full)
+    return { id, file, header: full, messages: [], records: [full], repairedTornLine: false, writer }
+  })
+
+const isHeader = (r: TranscriptRecord): r is TranscriptRecord & SessionHeader => r.type === "session"
+
+/**
+ * Reads a session file (relative to the workspace): its transcript and records.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const readSession = (root: string, file: string) =>
+  Effect.gen(function*() {
+    const path = nodePath.join(root, file)
+    const text = yield* Effect.try({
+      try: () => readFileSync(path, "utf8"),
+      catch: (e) => new PersistenceError({ path: file, message: `cannot read ${file}: ${(e as { code?: string }).code ?? e}` })
+    })
+    return yield* parseTranscript(text, file)
+  })
+
+/**
+ * Opens an existing session to append to it (a torn last line is cut off first).
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const openSession = (root: string, id: string): Effect.Effect<SessionLog, PersistenceError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const file = `${SESSIONS_FOLDER}/${id}.jsonl`
+    const repaired = yield* Effect.mapError(WorkspaceIO.cutTornLine(root, file), toPersistenceError)
+    const loaded = yield* readSession(root, file)
+    const header = loaded.records.find(isHeader)
+    if (header === undefined) {
+      return yield* Effect.fail(new PersistenceError({ path: file, message: `${file} has no session header` }))
+    }
+    const writer = yield* writerFor(root, file, false, repaired)
+    return { id, file, header, messages: loaded.messages, records: loaded.records, repairedTornLine: repaired, writer }
+  })
+
+/**
+ * One line of `agentloop sessions`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionSummary {
+  readonly id: string
+  readonly at: number
+  readonly firstPrompt: string
+  readonly runs: number
+  readonly steps: number
+  /** The last run's reason, `interrupted` when the last run has no end (a killed process), or `no runs`. */
+  readonly ended: string
+  readonly usage: Usage | undefined
+  readonly model: string
+}
+
+/**
+ * Sums usages (fields missing on every side stay missing).
+ *
+ * @since 0.1.0
+ * @category usage
+ */
+export const addUsage = (a: Usage | undefined, b: Usage | undefined): Usage | undefined => {
+  if (a === undefined) return b
+  if (b === undefined) return a
+  const sum = (x: number | undefined, y: number | undefined) =>
+    x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0)
+  const cacheRead = sum(a.cacheRead, b.cacheRead)
+  const cacheWrite = sum(a.cacheWrite, b.cacheWrite)
+  const cost = sum(a.cost, b.cost)
+  return {
+    input: a.input + b.input,
+    output: a.output + b.output,
+    ...(cacheRead === undefined ? {} : { cacheRead }),
+    ...(cacheWrite === undefined ? {} : { cacheWrite }),
+    ...(cost === undefined ? {} : { cost })
+  }
+}
+
+/**
+ * The summary of a session from its records.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const summarize = (id: string, records: ReadonlyArray<TranscriptRecord>): SessionSummary => {
+  const header = records.find(isHeader)
+  let firstPrompt = ""
+  let runs = 0
+  let steps = 0
+  let ended = "no runs"
+  let usage: Usage | undefined
+  for (const r of records) {
+    if (r.type === "run_start") {
+      runs++
+      if (firstPrompt === "" && typeof r["prompt"] === "string") firstPrompt = r["prompt"]
+      ended = "interrupted"
+    } else if (r.type === "run_end") {
+      steps += typeof r["steps"] === "number" ? r["steps"] : 0
+      ended = typeof r["reason"] === "string" ? r["reason"] : "?"
+      usage = addUsage(usage, r["usage"] as Usage | undefined)
+    } else if (r.type === "compaction") {
+      usage = addUsage(usage, r["usage"] as Usage | undefined)
+    }
+  }
+  return { id, at: header?.at ?? 0, firstPrompt, runs, steps, ended, usage, model: header?.model ?? "" }
+}
+
+/**
+ * Every session of the workspace, oldest first. A file that cannot be read is listed with
+ * `ended: "unreadable: …"`.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const listSessions = (root: string): Effect.Effect<ReadonlyArray<SessionSummary>> =>
+  Effect.gen(function*() {
+    let names: Array<string>
+    try {
+      names = readdirSync(nodePath.join(root, SESSIONS_FOLDER)).filter((n) => n.endsWith(".jsonl")).sort()
+    } catch {
+      return []
+    }
+    const out: Array<SessionSummary> = []
+    for (const name of names) {
+      const id = name.slice(0, -".jsonl".length)
+      const loaded = yield* Effect.result(readSession(root, `${SESSIONS_FOLDER}/${name}`))
+      out.push(
+        loaded._tag === "Success" ?
+          summarize(id, loaded.success.records) :
+          { id, at: 0, firstPrompt: "", runs: 0, steps: 0, ended: `unreadable: ${loaded.failure.message}`, usage: undefined, model: "" }
+      )
+    }
+    return out.sort((a, b) => a.at - b.at || a.id.localeCompare(b.id))
+  })
+
+/**
+ * Appends an entry, reporting (not failing on) a write error.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const appendOrReport = (
+  log: SessionLog,
+  entry: TranscriptEntry,
+  report: (message: string) => void
+): Effect.Effect<void> =>
+  Effect.catch(log.writer.append(entry), (e) => Effect.sync(() => report(e.message)))

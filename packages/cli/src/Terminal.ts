@@ -1,0 +1,271 @@
+/**
+ * The terminal side of `run` and `chat`: reading lines (with line editing and history on a
+ * terminal), and stopping.
+ *
+ * Stopping: the first Ctrl-C (SIGINT) aborts the current run — tools are interrupted, every call
+ * is paired, the session is saved — and `chat` gives the prompt back; a second Ctrl-C within two
+ * seconds exits. SIGTERM and SIGHUP abort the run and exit. A closed output pipe (`agentloop run …
+ * | head`) does the same, silently. Exits go through the program's scopes, so no tool process
+ * is left behind.
+ *
+ * @since 0.1.0
+ */
+import { Deferred, Effect } from "effect"
+import type { Scope } from "effect"
+import * as readline from "node:readline"
+
+/**
+ * The exit codes the CLI uses for signals.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const
+
+/**
+ * How long a second Ctrl-C has to come to exit (milliseconds).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DOUBLE_INTERRUPT_MS = 2000
+
+/**
+ * The stop controller of a command.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Controller {
+  /** Completed with the exit code when the program must end. */
+  readonly exit: Deferred.Deferred<number>
+  readonly exitRequested: () => boolean
+  /** The current run's abort (or none between runs). */
+  readonly setRun: (abort: Effect.Effect<void> | undefined) => void
+  /** A Ctrl-C (from the signal or from a prompt): abort the run, or exit on the second one. */
+  readonly interrupt: () => void
+  readonly requestExit: (code: number) => void
+  /** The output is gone (closed pipe, hung-up terminal): write nothing more. */
+  readonly outputClosed: () => boolean
+}
+
+/**
+ * Installs the signal handlers for as long as the scope lasts (the runtime's own SIGINT/SIGTERM
+ * handlers are set aside meanwhile and put back after).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const installController = (
+  notice: (text: string) => void
+): Effect.Effect<Controller, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const exit = yield* Deferred.make<number>()
+    let abort: Effect.Effect<void> | undefined
+    let lastInterrupt = -Infinity
+    let closed = false
+    let requested = false
+    const requestExit = (code: number) => {
+      if (requested) return
+      requested = true
+      if (abort !== undefined) Effect.runFork(abort)
+      Effect.runSync(Deferred.succeed(exit, code))
+    }
+    const interrupt = () => {
+      // foreign-callback glue: the time of a key press, not loop logic
+      const now = performance.now()
+      if (now - lastInterrupt < DOUBLE_INTERRUPT_MS || requested) {
+        requestExit(SIGNAL_EXIT.SIGINT)
+        return
+      }
+      lastInterrupt = now
+      if (abort !== undefined) {
+        if (!closed) notice("^C aborting the run (press Ctrl-C again within 2 s to exit)")
+        Effect.runFork(abort)
+      } else if (!closed) {
+        notice("^C (press Ctrl-C again within 2 s to exit, or type /exit)")
+      }
+    }
+    const onTerm = () => requestExit(SIGNAL_EXIT.SIGTERM)
+    const onHup = () => {
+      closed = true
+      requestExit(SIGNAL_EXIT.SIGHUP)
+    }
+    const onOutputError = (error: NodeJS.ErrnoException) => {
+      closed = true
+      requestExit(error.code === "EPIPE" ? 0 : 1)
+    }
+    yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const saved = {
+          SIGINT: process.listeners("SIGINT"),
+          SIGTERM: process.listeners("SIGTERM"),
+          stdout: process.stdout.listeners("error"),
+          stderr: process.stderr.listeners("error")
+        }
+        process.removeAllListeners("SIGINT")
+        process.removeAllListeners("SIGTERM")
+        process.stdout.removeAllListeners("error")
+        process.stderr.removeAllListeners("error")
+        process.on("SIGINT", interrupt)
+        process.on("SIGTERM", onTerm)
+        process.on("SIGHUP", onHup)
+        process.stdout.on("error", onOutputError)
+        process.stderr.on("error", onOutputError)
+        return saved
+      }),
+      (saved) =>
+        Effect.sync(() => {
+          process.removeListener("SIGINT", interrupt)
+          process.removeListener("SIGTERM", onTerm)
+          process.removeListener("SIGHUP", onHup)
+          for (const l of saved.SIGINT) process.on("SIGINT", l as () => void)
+          for (const l of saved.SIGTERM) process.on("SIGTERM", l as () => void)
+          // after a closed pipe, later writes must not crash the exit
+          if (!closed) {
+            process.stdout.removeListener("error", onOutputError)
+            process.stderr.removeListener("error", onOutputError)
+            for (const l of saved.stdout) process.stdout.on("error", l as (e: Error) => void)
+            for (const l of saved.stderr) process.stderr.on("error", l as (e: Error) => void)
+          }
+        })
+    )
+    return {
+      exit,
+      exitRequested: () => requested,
+      setRun: (a) => {
+        abort = a
+      },
+      interrupt,
+      requestExit,
+      outputClosed: () => closed
+    } satisfies Controller
+  })
+
+/**
+ * Reads lines from the user.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface LineInput {
+  /** A terminal (line editing, history, approvals can be asked). */
+  readonly interactive: boolean
+  /** The next line, or `undefined` at the end of input (Ctrl-D, closed stdin, exit requested). */
+  readonly read: (prompt: string, options?: { readonly history?: boolean }) => Effect.Effect<string | undefined>
+}
+
+/**
+ * Line input on stdin: with line editing and history on a terminal (a fresh `readline` per
+ * question, so between questions the terminal is back in its normal mode and Ctrl-C is a signal),
+ * plain lines otherwise.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeLineInput = (controller: Controller): Effect.Effect<LineInput, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const input = process.stdin
+    if (input.isTTY === true) {
+      const history: Array<string> = []
+      return {
+        interactive: true,
+        read: (prompt, options) =>
+          Effect.callback<string | undefined>((resume) => {
+            if (controller.exitRequested()) {
+              resume(Effect.succeed(undefined))
+              return
+            }
+            let done = false
+            let watcher: { readonly interruptUnsafe: () => void } | undefined
+            const rl = readline.createInterface({
+              input,
+              // questions go to the terminal even when stdout is a pipe
+              output: process.stdout.isTTY === true ? process.stdout : process.stderr,
+              terminal: true,
+              history: options?.history === false ? [] : history.slice(),
+              historySize: 1000,
+              removeHistoryDuplicates: true
+            })
+            const finish = (value: string | undefined) => {
+              if (done) return
+              done = true
+              if (value !== undefined && options?.history !== false && value.trim().length > 0) {
+                const i = history.indexOf(value)
+                if (i >= 0) history.splice(i, 1)
+                history.unshift(value)
+              }
+              rl.close()
+              watcher?.interruptUnsafe()
+              resume(Effect.succeed(value))
+            }
+            rl.on("line", (line) => finish(line))
+            rl.on("close", () => finish(undefined))
+            rl.on("SIGINT", () => {
+              if (rl.line.length > 0) {
+                // first Ctrl-C on a typed line clears it
+                rl.write(null, { ctrl: true, name: "u" })
+                return
+              }
+              process.stdout.write("\n")
+              controller.interrupt()
+              if (controller.exitRequested()) finish(undefined)
+              else rl.prompt()
+            })
+            const onExit = Deferred.await(controller.exit).pipe(Effect.andThen(Effect.sync(() => finish(undefined))))
+            watcher = Effect.runFork(onExit)
+            rl.setPrompt(prompt)
+            rl.prompt()
+            return Effect.sync(() => {
+              watcher?.interruptUnsafe()
+              if (!done) {
+                done = true
+                rl.close()
+              }
+            })
+          })
+      } satisfies LineInput
+    }
+    // not a terminal: one reader over stdin, lines queued
+    const lines: Array<string> = []
+    let ended = false
+    let waiting: ((line: string | undefined) => void) | undefined
+    const rl = readline.createInterface({ input, terminal: false })
+    rl.on("line", (line) => {
+      if (waiting !== undefined) {
+        const w = waiting
+        waiting = undefined
+        w(line)
+      } else lines.push(line)
+    })
+    rl.on("close", () => {
+      ended = true
+      if (waiting !== undefined) {
+        const w = waiting
+        waiting = undefined
+        w(undefined)
+      }
+    })
+    yield* Effect.addFinalizer(() => Effect.sync(() => rl.close()))
+    return {
+      interactive: false,
+      read: () =>
+        Effect.callback<string | undefined>((resume) => {
+          if (lines.length > 0) return resume(Effect.succeed(lines.shift()))
+          if (ended || controller.exitRequested()) return resume(Effect.succeed(undefined))
+          waiting = (line) => resume(Effect.succeed(line))
+          const watcher = Effect.runFork(Deferred.await(controller.exit).pipe(
+            Effect.andThen(Effect.sync(() => {
+              if (waiting !== undefined) {
+                waiting = undefined
+                resume(Effect.succeed(undefined))
+              }
+            }))
+          ))
+          return Effect.sync(() => {
+            waiting = undefined
+            watcher.interruptUnsafe()
+          })
+        })
+    } satisfies LineInput
+  })

@@ -1,0 +1,70 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { mkdirSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { resolveSettings } from "../src/Config.ts"
+import type { FlagSettings } from "../src/Config.ts"
+import { makeWorkspace } from "./helpers/agent.ts"
+
+const noFlags: FlagSettings = {
+  provider: Option.none(),
+  model: Option.none(),
+  baseUrl: Option.none(),
+  apiKeyEnv: Option.none(),
+  maxTokens: Option.none(),
+  maxSteps: Option.none(),
+  contextWindow: Option.none(),
+  firstByteTimeout: Option.none(),
+  idleTimeout: Option.none(),
+  requestTimeout: Option.none()
+}
+
+describe("settings", () => {
+  it.effect("precedence: flags, then environment, then the project's config, then the user's", () =>
+    Effect.gen(function*() {
+      const ws = makeWorkspace()
+      const userConfig = join(ws, "xdg")
+      mkdirSync(join(userConfig, "agentloop"), { recursive: true })
+      mkdirSync(join(ws, ".agentloop"), { recursive: true })
+      writeFileSync(
+        join(userConfig, "agentloop", "config.json"),
+        JSON.stringify({ provider: "anthropic", model: "user-model", maxSteps: 7, contextWindow: 1000 })
+      )
+      const env = { XDG_CONFIG_HOME: userConfig }
+      const user = yield* resolveSettings(noFlags, ws, env)
+      assert.deepStrictEqual([user.provider, user.model, user.maxSteps, user.contextWindow], ["anthropic", "user-model", 7, 1000])
+      writeFileSync(join(ws, ".agentloop", "config.json"), JSON.stringify({ model: "project-model", timeouts: { idle: 30 } }))
+      const project = yield* resolveSettings(noFlags, ws, env)
+      assert.deepStrictEqual([project.provider, project.model, project.maxSteps], ["anthropic", "project-model", 7])
+      assert.deepStrictEqual(project.timeouts, { idle: 30 })
+      assert.deepStrictEqual(project.files, [join(ws, ".agentloop", "config.json"), join(userConfig, "agentloop", "config.json")])
+      const fromEnv = yield* resolveSettings(noFlags, ws, { ...env, AGENTLOOP_MODEL: "env-model", AGENTLOOP_PROVIDER: "openai-compat" })
+      assert.deepStrictEqual([fromEnv.provider, fromEnv.model], ["openai-compat", "env-model"])
+      const fromFlags = yield* resolveSettings(
+        { ...noFlags, model: Option.some("flag-model"), idleTimeout: Option.some("5") },
+        ws,
+        { ...env, AGENTLOOP_MODEL: "env-model" }
+      )
+      assert.strictEqual(fromFlags.model, "flag-model")
+      assert.deepStrictEqual(fromFlags.timeouts, { idle: "5 seconds" })
+    }))
+
+  it.effect("a config file with a typo or a bad value is an error naming the file", () =>
+    Effect.gen(function*() {
+      const ws = makeWorkspace()
+      mkdirSync(join(ws, ".agentloop"), { recursive: true })
+      const file = join(ws, ".agentloop", "config.json")
+      writeFileSync(file, JSON.stringify({ modle: "typo" }))
+      const typo = yield* Effect.flip(resolveSettings(noFlags, ws, { XDG_CONFIG_HOME: join(ws, "none") }))
+      assert.include(typo.message, `${file} is not a valid agentloop config`)
+      assert.include(typo.message, "modle")
+      writeFileSync(file, "{ not json")
+      const json = yield* Effect.flip(resolveSettings(noFlags, ws, { XDG_CONFIG_HOME: join(ws, "none") }))
+      assert.strictEqual(json.message, `${file} is not valid JSON`)
+      writeFileSync(file, JSON.stringify({ provider: "gemini" }))
+      const provider = yield* Effect.flip(resolveSettings(noFlags, ws, { XDG_CONFIG_HOME: join(ws, "none") }))
+      assert.include(provider.message, "provider")
+      const env = yield* Effect.flip(resolveSettings(noFlags, makeWorkspace(), { AGENTLOOP_CONTEXT_WINDOW: "big" }))
+      assert.include(env.message, "AGENTLOOP_CONTEXT_WINDOW must be a positive whole number")
+    }))
+})

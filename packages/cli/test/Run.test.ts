@@ -1,0 +1,99 @@
+import { assert, describe, it } from "@effect/vitest"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { loadTranscript, pairingViolations } from "@agentloop/core"
+import type { Message } from "@agentloop/core"
+import { Effect } from "effect"
+import { NodeServices } from "@effect/platform-node"
+import { jsonLines, makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
+
+const load = (file: string) => Effect.runPromise(loadTranscript(file).pipe(Effect.provide(NodeServices.layer)))
+
+const ESC = "\u001b"
+
+describe("agentloop run (in a pipe)", () => {
+  it("runs the task with --yes: plain text, the session saved and paired, exit 0 on stop", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([
+      { calls: [{ id: "c1", name: "write", args: { path: "hello.txt", content: "hi\n" } }], usage: { input: 100, output: 10 } },
+      { calls: [{ id: "c2", name: "bash", args: { command: "cat hello.txt; printf '\\033]52;c;ZXZpbA==\\007\\033[2J'" } }], usage: { input: 120, output: 12 } },
+      { text: `done \u001b[2Jcleared? \u001b]0;title\u0007no.`, usage: { input: 130, output: 5, cached: 100 } }
+    ])
+    try {
+      const cli = startCli(["run", "--yes", ...providerFlags(server), "write hello.txt"], { cwd: ws, env: testEnv(ws) })
+      const { code } = await cli.exited
+      const out = cli.output()
+      assert.strictEqual(code, 0, out + cli.stderr())
+      assert.include(out, "✓ write hello.txt")
+      assert.include(out, "✓ bash cat hello.txt")
+      assert.include(out, "done cleared? no.")
+      assert.notInclude(out, ESC, "no escape sequence reaches a pipe (model text, tool output, our own colours)")
+      assert.include(out, "usage: 250 tokens in (100 cached), 27 out", out)
+      assert.strictEqual(readFileSync(join(ws, "hello.txt"), "utf8"), "hi\n")
+      const [file] = sessionFiles(ws)
+      const lines = jsonLines(file!)
+      assert.strictEqual(lines[0]!["type"], "session")
+      assert.strictEqual(lines[0]!["cwd"], ws)
+      assert.strictEqual(lines[0]!["model"], "test-model")
+      const types = lines.map((l) => (l["type"] ?? l["role"]) as string)
+      assert.deepStrictEqual(types.filter((t) => t === "run_start" || t === "run_end"), ["run_start", "run_end"])
+      assert.deepStrictEqual(types.filter((t) => t === "turn_start").length, 3)
+      const approvals = lines.filter((l) => l["type"] === "approval")
+      assert.deepStrictEqual(approvals.map((a) => [a["name"], a["decision"], a["by"]]), [["write", "approved", "policy"], ["bash", "approved", "policy"]])
+      const loaded = await load(file!)
+      assert.deepStrictEqual(loaded.messages.map((m: Message) => m.role), ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"])
+      assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+      const end = lines.find((l) => l["type"] === "run_end")!
+      assert.strictEqual(end["reason"], "stop")
+      assert.deepStrictEqual((end["usage"] as { input: number })["input"], 250) // OpenAI counts cached tokens in prompt_tokens
+    } finally {
+      await server.close()
+    }
+  }, 120_000)
+
+  it("without a terminal and without --yes, calls needing approval are denied with a reason saying so", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([
+      { calls: [{ id: "r1", name: "read", args: { path: "a.txt" } }, { id: "b1", name: "bash", args: { command: "touch pwned" } }] },
+      { text: "ok" }
+    ])
+    writeFileSync(join(ws, "a.txt"), "content of a\n")
+    try {
+      const cli = startCli(["run", ...providerFlags(server), "try"], { cwd: ws, env: testEnv(ws) })
+      cli.endInput()
+      const { code } = await cli.exited
+      assert.strictEqual(code, 0, cli.output() + cli.stderr())
+      assert.isFalse(existsSync(join(ws, "pwned")), "the denied command did not run")
+      assert.include(cli.output(), "bash denied: no terminal to ask on")
+      const second = server.bodies[1]!.body["messages"] as Array<{ role: string; content: string; tool_call_id?: string }>
+      const results = second.filter((m) => m.role === "tool")
+      assert.include(results[0]!.content, "content of a", "read-only calls run without asking")
+      assert.include(results[1]!.content, "not running in a terminal")
+      assert.include(results[1]!.content, "--yes")
+    } finally {
+      await server.close()
+    }
+  }, 120_000)
+
+  it("exit codes name the reason: maxSteps (4), error (1); a usage error is 2 with one line on stderr", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer((_body, index) => ({ calls: [{ id: `r${index}`, name: "read", args: { path: "nope" } }] }))
+    const broken = await scriptServer([])
+    await broken.close()
+    try {
+      const steps = startCli(["run", "--max-steps", "2", ...providerFlags(server), "loop"], { cwd: ws, env: testEnv(ws) })
+      const error = startCli(["run", ...providerFlags(broken), "x"], { cwd: ws, env: testEnv(ws) })
+      const usage = startCli(["run", "x"], { cwd: ws, env: testEnv(ws) })
+      const [a, b, c] = await Promise.all([steps.exited, error.exited, usage.exited])
+      assert.strictEqual(a.code, 4, steps.stderr())
+      assert.include(steps.stderr(), "run ended: maxSteps")
+      assert.strictEqual(b.code, 1, error.stderr())
+      assert.include(error.stderr(), "run ended: error")
+      assert.strictEqual(c.code, 2)
+      assert.match(usage.stderr(), /^agentloop: no model configured: pass --provider[^\n]*\n$/)
+      assert.strictEqual(usage.output(), "")
+    } finally {
+      await server.close()
+    }
+  }, 120_000)
+})

@@ -1,0 +1,285 @@
+/**
+ * Test helpers for `agentloop run` / `chat` as real processes: a loopback server speaking the
+ * OpenAI (`/v1/chat/completions`) and Anthropic (`/v1/messages`) streaming formats from one
+ * script of steps, and the CLI spawned in a pipe or in a real pseudo-terminal (python3's `pty`).
+ */
+import { spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { createServer } from "node:http"
+import type { Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const bin = fileURLToPath(new URL("../../bin/agentloop.js", import.meta.url))
+
+export interface Call {
+  readonly id: string
+  readonly name: string
+  readonly args: Record<string, unknown>
+}
+
+/** One scripted model answer. */
+export type Step =
+  | { readonly text?: string; readonly calls?: ReadonlyArray<Call>; readonly usage?: { input: number; output: number; cached?: number } }
+  | { readonly hang: true }
+
+export interface RecordedBody {
+  readonly path: string
+  readonly body: Record<string, unknown>
+}
+
+export interface ScriptServer {
+  readonly url: string
+  readonly bodies: Array<RecordedBody>
+  readonly close: () => Promise<void>
+}
+
+const sse = (chunks: ReadonlyArray<unknown>) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("")
+
+const openAiBody = (step: Exclude<Step, { hang: true }>) => {
+  const chunks: Array<unknown> = []
+  if (step.text !== undefined) chunks.push({ choices: [{ index: 0, delta: { role: "assistant", content: step.text }, finish_reason: null }] })
+  ;(step.calls ?? []).forEach((c, index) =>
+    chunks.push({
+      choices: [{
+        index: 0,
+        delta: { tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }] },
+        finish_reason: null
+      }]
+    })
+  )
+  chunks.push({ choices: [{ index: 0, delta: {}, finish_reason: (step.calls ?? []).length > 0 ? "tool_calls" : "stop" }] })
+  if (step.usage !== undefined) {
+    chunks.push({
+      choices: [],
+      usage: {
+        prompt_tokens: step.usage.input,
+        completion_tokens: step.usage.output,
+        prompt_tokens_details: { cached_tokens: step.usage.cached ?? 0 }
+      }
+    })
+  }
+  return sse(chunks) + "data: [DONE]\n\n"
+}
+
+const anthropicBody = (step: Exclude<Step, { hang: true }>) => {
+  const events: Array<{ type: string } & Record<string, unknown>> = []
+  const usage = step.usage ?? { input: 0, output: 0 }
+  events.push({
+    type: "message_start",
+    message: { id: "msg_1", type: "message", role: "assistant", model: "claude-test", content: [], usage: { input_tokens: usage.input, output_tokens: 1, cache_read_input_tokens: usage.cached ?? 0 } }
+  })
+  let index = 0
+  if (step.text !== undefined) {
+    events.push({ type: "content_block_start", index, content_block: { type: "text", text: "" } })
+    events.push({ type: "content_block_delta", index, delta: { type: "text_delta", text: step.text } })
+    events.push({ type: "content_block_stop", index })
+    index++
+  }
+  for (const c of step.calls ?? []) {
+    events.push({ type: "content_block_start", index, content_block: { type: "tool_use", id: c.id, name: c.name, input: {} } })
+    events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(c.args) } })
+    events.push({ type: "content_block_stop", index })
+    index++
+  }
+  events.push({
+    type: "message_delta",
+    delta: { stop_reason: (step.calls ?? []).length > 0 ? "tool_use" : "end_turn" },
+    usage: { output_tokens: usage.output }
+  })
+  events.push({ type: "message_stop" })
+  return events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("")
+}
+
+/**
+ * A server answering each request with the next step (or `next(body, index)`), in the format the
+ * request's path asks for.
+ */
+export const scriptServer = async (
+  steps: ReadonlyArray<Step> | ((body: Record<string, unknown>, index: number) => Step)
+): Promise<ScriptServer> => {
+  const bodies: Array<RecordedBody> = []
+  const server: Server = createServer((req, res) => {
+    let raw = ""
+    req.on("data", (d) => (raw += d))
+    req.on("end", () => {
+      const body = JSON.parse(raw) as Record<string, unknown>
+      const index = bodies.length
+      bodies.push({ path: req.url ?? "", body })
+      const step = typeof steps === "function" ? steps(body, index) : steps[index]
+      if (step === undefined) {
+        res.writeHead(500, { "content-type": "application/json" })
+        res.end(JSON.stringify({ error: { message: `no scripted answer for request ${index}` } }))
+        return
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      if ("hang" in step) {
+        res.write(": waiting\n\n")
+        return
+      }
+      res.end((req.url ?? "").includes("/messages") ? anthropicBody(step) : openAiBody(step))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    bodies,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      })
+  }
+}
+
+/** A fresh workspace folder (real path). */
+export const makeWorkspace = (): string => realpathSync(mkdtempSync(join(tmpdir(), "agentloop-agent-test-")))
+
+/** The environment the CLI runs with in tests: no config from the machine, no colours forced. */
+export const testEnv = (workspace: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: join(workspace, ".no-user-config"), ...extra }
+  for (const name of ["AGENTLOOP_PROVIDER", "AGENTLOOP_MODEL", "AGENTLOOP_BASE_URL", "AGENTLOOP_API_KEY_ENV", "NO_COLOR", "FORCE_COLOR"]) {
+    if (!(name in extra)) delete env[name]
+  }
+  return env
+}
+
+/** A running CLI process. */
+export interface Running {
+  readonly child: ChildProcess
+  /** Everything written so far (stdout and, for a pty, the terminal). */
+  readonly output: () => string
+  readonly stderr: () => string
+  readonly write: (text: string) => void
+  readonly endInput: () => void
+  /** Resolves when `pattern` appears in the output after `from` (default: anywhere). */
+  readonly waitFor: (pattern: RegExp | string, timeoutMs?: number, from?: number) => Promise<void>
+  readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+}
+
+const PTY_DRIVER = `
+import os, pty, select, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(sys.argv[1], sys.argv[1:])
+inp = sys.stdin.fileno()
+open_in = True
+while True:
+    fds = [fd] + ([inp] if open_in else [])
+    r, _, _ = select.select(fds, [], [], 0.2)
+    if fd in r:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    if open_in and inp in r:
+        data = os.read(inp, 65536)
+        if not data:
+            open_in = False
+        else:
+            os.write(fd, data)
+_, status = os.waitpid(pid, 0)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+`
+
+/** Starts the CLI, in a pipe (`pty: false`) or in a pseudo-terminal. */
+export const startCli = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv; readonly pty?: boolean }
+): Running => {
+  const node = [process.execPath, "--conditions=agentloop-source", bin, ...args]
+  const child = options.pty === true ?
+    spawn("python3", ["-c", PTY_DRIVER, ...node], { cwd: options.cwd, env: { ...options.env, TERM: "xterm-256color" } }) :
+    spawn(node[0]!, node.slice(1), { cwd: options.cwd, env: options.env })
+  let out = ""
+  let err = ""
+  const waiters = new Set<() => void>()
+  child.stdout!.on("data", (d) => {
+    out += String(d)
+    for (const w of waiters) w()
+  })
+  child.stderr!.on("data", (d) => {
+    err += String(d)
+    for (const w of waiters) w()
+  })
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on("close", (code, signal) => {
+      resolve({ code, signal })
+      for (const w of waiters) w()
+    })
+  )
+  return {
+    child,
+    output: () => out,
+    stderr: () => err,
+    write: (text) => void child.stdin!.write(text),
+    endInput: () => void child.stdin!.end(),
+    waitFor: (pattern, timeoutMs = 20_000, from = 0) =>
+      new Promise<void>((resolve, reject) => {
+        const test = () => (typeof pattern === "string" ? out.slice(from).includes(pattern) : pattern.test(out.slice(from)))
+        if (test()) return resolve()
+        const timer = setTimeout(() => {
+          waiters.delete(check)
+          reject(new Error(`timed out waiting for ${String(pattern)}; output so far:\n${out}\nstderr:\n${err}`))
+        }, timeoutMs)
+        const check = () => {
+          if (test() || child.exitCode !== null) {
+            clearTimeout(timer)
+            waiters.delete(check)
+            if (test()) resolve()
+            else reject(new Error(`exited before ${String(pattern)}; output:\n${out}\nstderr:\n${err}`))
+          }
+        }
+        waiters.add(check)
+      }),
+    exited
+  }
+}
+
+/** The session files of a workspace, oldest first. */
+export const sessionFiles = (workspace: string): Array<string> => {
+  try {
+    return readdirSync(join(workspace, ".agentloop", "sessions")).sort().map((n) => join(workspace, ".agentloop", "sessions", n))
+  } catch {
+    return []
+  }
+}
+
+/** The parsed lines of a file. */
+export const jsonLines = (file: string): Array<Record<string, unknown>> =>
+  readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l) as Record<string, unknown>)
+
+/** Whether process `pid` still exists (and is not a zombie). */
+export const alive = (pid: number): boolean => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return !/\) Z /.test(stat)
+  } catch {
+    return false
+  }
+}
+
+/** Waits up to `ms` for `test` to hold, checking every 50 ms. */
+export const eventually = async (test: () => boolean, ms: number): Promise<boolean> => {
+  const end = Date.now() + ms
+  while (Date.now() < end) {
+    if (test()) return true
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return test()
+}
+
+/** The flags pointing the CLI at a script server. */
+export const providerFlags = (server: ScriptServer, provider: "openai-compat" | "anthropic" = "openai-compat") =>
+  provider === "openai-compat" ?
+    ["--provider", "openai-compat", "--base-url", `${server.url}/v1`, "--model", "test-model"] :
+    ["--provider", "anthropic", "--base-url", server.url, "--model", "claude-test", "--api-key-env", "AGENTLOOP_TEST_KEY"]
