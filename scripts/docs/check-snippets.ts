@@ -5,7 +5,8 @@
  *     node scripts/docs/check-snippets.ts README.md  # only these files
  *     node scripts/docs/check-snippets.ts --list     # list the blocks found, check nothing
  *
- * Each block becomes a module of its own in `scripts/docs/.generated/` (git-ignored), with its
+ * Each block becomes a module of its own in `scripts/docs/.generated/run-PID/` (git-ignored, kept
+ * only when something fails, for a look at what was checked), with its
  * hidden prelude first, and the modules are typechecked together with the repository's compiler
  * settings (`tsconfig.base.json`: `strict`, `exactOptionalPropertyTypes`, NodeNext resolution).
  * `@agentloop/*` resolve to the packages' sources through the `agentloop-source` export condition,
@@ -24,7 +25,8 @@ import { documentationFiles, extractSnippets } from "./snippets.ts"
 import type { Snippet } from "./snippets.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
-const outDir = path.join(root, "scripts/docs/.generated")
+// one folder per process: several people may check their files at the same time
+const outDir = path.join(root, "scripts/docs/.generated", `run-${process.pid}`)
 
 const args = process.argv.slice(2)
 const listOnly = args.includes("--list")
@@ -119,4 +121,5 @@ if (problems.length > 0) {
   )
   process.exit(1)
 }
+fs.rmSync(outDir, { recursive: true, force: true })
 console.log(`${snippets.length} TypeScript block(s) in ${files.length} Markdown file(s) typecheck.`)
