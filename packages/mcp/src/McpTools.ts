@@ -59,6 +59,18 @@ import { toToolResult } from "./Results.ts"
  */
 export const MCP_PROGRESS_BUFFER = 64
 
+/**
+ * How long an HTTP server whose event stream broke gets to answer a ping before its connection is
+ * closed (its calls in flight then end with a `disconnected` error).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const MCP_PING_TIMEOUT_MS = 5000
+
+/** The SDK's messages for an HTTP event stream that broke or could not be resumed. */
+const lostStream = /SSE stream disconnected|Maximum reconnection attempts|Failed to reconnect/
+
 /** The SDK's per-request timeout is turned off (its largest value): time limits are the loop's. */
 const NO_SDK_TIMEOUT = 2_147_483_647
 
@@ -322,6 +334,20 @@ export const makeMcpTools = (
         return scope === undefined ? Effect.void : Scope.close(scope, Exit.void)
       })
 
+    /** Closes an HTTP connection whose server does not answer a ping (rejecting the calls in flight). */
+    const closeIfGone = (server: ServerState, client: Client): Effect.Effect<void> =>
+      Effect.tryPromise({
+        try: () => client.ping({ timeout: MCP_PING_TIMEOUT_MS }),
+        catch: (error) => error
+      }).pipe(
+        Effect.catch(() =>
+          server.client === client ?
+            Effect.promise(() => client.close().catch(() => undefined)).pipe(Effect.andThen(dropConnection(server, client))) :
+            Effect.void
+        ),
+        Effect.asVoid
+      )
+
     const where = (config: McpServerConfig) =>
       config.transport === "stdio" ? `\`${config.command}\`` : displayUrl(config.url)
 
@@ -337,8 +363,12 @@ export const makeMcpTools = (
         const ordered = orderedDelivery(transport)
         const client = new Client({ name: clientName, version: "0.1.0" }, { capabilities: {} })
         // protocol-level noise (a progress notification for a finished call, a malformed line) is
-        // not an error of any call
-        client.onerror = () => undefined
+        // not an error of any call. Over HTTP, a lost event stream may mean the server is gone, and
+        // the SDK would then leave the calls in flight waiting forever: a ping tells, and a server
+        // that does not answer it is disconnected, which answers those calls (see `closeIfGone`).
+        client.onerror = (error) => {
+          if (config.transport === "http" && lostStream.test(error.message)) runFork(closeIfGone(server, client))
+        }
         client.onclose = () => {
           runFork(dropConnection(server, client))
         }

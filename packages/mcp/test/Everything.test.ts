@@ -7,12 +7,12 @@
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, layer } from "@effect/vitest"
-import { Deferred, Effect, Exit, Layer, Stream } from "effect"
+import { Deferred, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { ChildProcess } from "effect/process"
 import { toolCall, turn } from "@agentloop/testkit"
 import { McpTools } from "@agentloop/mcp"
 import type { McpServerConfig } from "@agentloop/mcp"
-import { node, resultsOf, runWithMcp, serverBin, serversLayer, textOf } from "./helpers.ts"
+import { node, resultsOf, runWithMcp, serverBin, serversLayer, startWithMcp, textOf } from "./helpers.ts"
 
 const everything = serverBin("@modelcontextprotocol/server-everything")
 const loopback = fileURLToPath(new URL("./fixtures/loopback.ts", import.meta.url))
@@ -20,10 +20,10 @@ const SECRET = "AGENTLOOP_TEST_SECRET"
 // in this process's environment before any server starts: a stdio server must not get it
 process.env[SECRET] = "do-not-leak"
 
-/** Starts the Streamable HTTP server on a free loopback port; its URL. Stopped with the scope. */
-const startHttpServer = Effect.gen(function*() {
+/** Starts the Streamable HTTP server on a loopback port (a free one for 0); its URL. Stopped with the scope. */
+const startHttpServerOn = (requested: number) => Effect.gen(function*() {
   const handle = yield* ChildProcess.make(node, ["--import", loopback, everything, "streamableHttp"], {
-    env: { PORT: "0" },
+    env: { PORT: String(requested) },
     extendEnv: true,
     detached: true,
     killSignal: "SIGTERM",
@@ -37,6 +37,7 @@ const startHttpServer = Effect.gen(function*() {
   }))
   return `http://127.0.0.1:${yield* Deferred.await(port)}/mcp`
 })
+const startHttpServer = startHttpServerOn(0)
 
 const stdioLayer = serversLayer([
   { name: "everything", transport: "stdio", command: node, args: [everything, "stdio"] }
@@ -161,3 +162,42 @@ describe("a Streamable HTTP server that is not there", { timeout: 30_000 }, () =
 })
 
 const mcpLayerFor = (server: McpServerConfig) => serversLayer([server])
+
+describe("a Streamable HTTP server that goes away", { timeout: 30_000 }, () => {
+  layer(NodeServices.layer)((it) => {
+    it.effect("answers the call in flight with an error, and the next call reconnects to the restarted server", () =>
+      Effect.gen(function*() {
+        const first = yield* Scope.make()
+        const url = yield* startHttpServer.pipe(Scope.provide(first))
+        const port = Number(new URL(url).port)
+        const tools = yield* Layer.build(serversLayer([{ name: "everything", transport: "http", url }]))
+        yield* Effect.gen(function*() {
+          const restarted = yield* Deferred.make<void>()
+          const live = yield* startWithMcp([
+            turn.toolCalls([toolCall("long", "everything__trigger-long-running-operation", { duration: 20, steps: 20 })]),
+            // the model's next turn waits until the server is back
+            (request) =>
+              Stream.unwrap(Effect.as(
+                Deferred.await(restarted),
+                turn.toolCalls([toolCall("echo", "everything__echo", { message: "again" })])(request)
+              )),
+            turn.text("done")
+          ])
+          // the call is running on the server: it reports progress
+          yield* live.awaitEvent((e) => e.type === "tool_progress" && e.toolCallId === "long")
+          yield* Scope.close(first, Exit.void)
+          // the server is back on the same port before the model's next turn can call it
+          yield* live.awaitEvent((e) => e.type === "tool_end" && e.result.toolCallId === "long")
+          yield* startHttpServerOn(port)
+          yield* Deferred.succeed(restarted, undefined)
+          const { result } = yield* live.finish
+          const [long, echo] = resultsOf(result.messages)
+          assert.isTrue(long!.isError)
+          assert.match(textOf(long!), /MCP server "everything"/)
+          assert.deepInclude(long!.details as object, { disconnected: true })
+          assert.isFalse(echo!.isError)
+          assert.strictEqual(textOf(echo!), "Echo: again")
+        }).pipe(Effect.provide(tools))
+      }).pipe(Effect.scoped))
+  })
+})
