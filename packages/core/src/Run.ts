@@ -3,13 +3,21 @@
  *
  * @since 0.1.0
  */
-import { Effect, Queue, Schema } from "effect"
+import { Duration, Effect, Option, Queue, Schema } from "effect"
 import { AbortSignalSchema } from "./Executor.ts"
 import { RunReason } from "./LoopEvent.ts"
 import { Message, Usage, UserMessage } from "./Message.ts"
 import type { ToolPolicy } from "./Policy.ts"
 
 const isFunction = (u: unknown): u is (...args: ReadonlyArray<never>) => unknown => typeof u === "function"
+
+const DurationInput = Schema.declare(
+  (u: unknown): u is Duration.Input => {
+    const duration = Duration.fromInput(u as Duration.Input)
+    return Option.isSome(duration) && Duration.isGreaterThan(duration.value, Duration.zero)
+  },
+  { expected: "a positive duration (milliseconds, \"30 seconds\", a Duration)" }
+)
 
 const UserMessageQueue = Schema.declare(
   (u: unknown): u is Queue.Dequeue<UserMessage> => Queue.isDequeue(u),
@@ -51,6 +59,17 @@ export const AgentLoopOptions = Schema.Struct({
    * Its output is checked: messages that do not decode, or that split a call from its result, end
    * the run `error` instead of being sent.
    */
+  /**
+   * Bounds the whole run by time. When it passes, the run is aborted as by `signal`: running tools
+   * are interrupted, every call is paired, and the run ends `aborted` with an error naming the
+   * limit, returning its transcript (unlike `Effect.timeout`, which interrupts the caller).
+   */
+  timeout: Schema.optionalKey(DurationInput),
+  /**
+   * How long an `ask` decision waits for its answer. Past it, the call is denied with the reason
+   * "approval timed out" and the batch goes on. Default: no limit.
+   */
+  approvalTimeout: Schema.optionalKey(DurationInput),
   transformContext: Schema.optionalKey(
     Schema.declare(
       (u: unknown): u is (messages: ReadonlyArray<Message>) => Effect.Effect<ReadonlyArray<Message>> => isFunction(u),

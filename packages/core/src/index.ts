@@ -3,6 +3,11 @@
  *
  * Flat named exports (SPEC §7). Each schema is a value and a type of the same name.
  *
+ * The modules whose flat names are short enough to collide in a program's scope (`ask`, `allow`,
+ * `deny`, `decide`, ...) are also exported as namespaces, the way Effect's modules are used:
+ * `Policy.ask`, `Policy.deny("why")`, `Decision.decideTurn`, `Transcript.errorResult`,
+ * `Batch.deniedResult`, `Persistence.loadTranscript`.
+ *
  * @since 0.1.0
  */
 export * from "./AgentLoop.ts"
@@ -21,3 +26,39 @@ export * from "./Tool.ts"
 export * from "./ToolExecution.ts"
 export * from "./Transcript.ts"
 export * from "./Persistence.ts"
+
+/**
+ * Policies as a namespace: `Policy.allow`, `Policy.deny(reason)`, `Policy.ask`, `Policy.decide`.
+ *
+ * @since 0.1.0
+ * @category namespaces
+ */
+export * as Policy from "./Policy.ts"
+/**
+ * The decision table as a namespace: `Decision.decideTurn`, `Decision.skipText`.
+ *
+ * @since 0.1.0
+ * @category namespaces
+ */
+export * as Decision from "./Decision.ts"
+/**
+ * Transcript checks and results as a namespace: `Transcript.errorResult`, `Transcript.skippedResult`, ...
+ *
+ * @since 0.1.0
+ * @category namespaces
+ */
+export * as Transcript from "./Transcript.ts"
+/**
+ * The pure pieces of a tool batch as a namespace: `Batch.batchStages`, `Batch.deniedResult`, ...
+ *
+ * @since 0.1.0
+ * @category namespaces
+ */
+export * as Batch from "./Batch.ts"
+/**
+ * Saving and loading transcripts as a namespace: `Persistence.saveTranscript`, `Persistence.loadTranscript`, ...
+ *
+ * @since 0.1.0
+ * @category namespaces
+ */
+export * as Persistence from "./Persistence.ts"

@@ -7,7 +7,8 @@
  * the oldest Node versions their `engines` declare, and a second copy of `effect` is shown to be
  * reported instead of giving wrong verdicts.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert } from "@effect/vitest"
+import { afterAll, beforeAll, describe, it } from "vitest"
 import { spawnSync } from "node:child_process"
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -44,7 +45,7 @@ let work = ""
 let app = ""
 const tarballs = new Map<string, { readonly file: string; readonly files: ReadonlyArray<string>; readonly size: number }>()
 
-describe.sequential("the packed packages, installed in a fresh project", () => {
+describe("the packed packages, installed in a fresh project", () => {
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), "agentloop-release-"))
     app = join(work, "app")

@@ -10,3 +10,12 @@ export * from "./Invariants.ts"
 export * from "./RecordingSink.ts"
 export * from "./ScriptedModel.ts"
 export * from "./ScriptedRun.ts"
+
+/**
+ * The script-writing helpers as a namespace: `Script.user`, `Script.turn`, `Script.toolCall`,
+ * `Script.assistant`.
+ *
+ * @since 0.1.0
+ * @category namespaces
+ */
+export * as Script from "./Script.ts"

@@ -11,7 +11,7 @@
  *   finalizer answers every call left (interrupted, or skipped when it never started) before
  *   anything else can look at the results.
  */
-import { Deferred, Duration, Effect, Exit, Option } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Option } from "effect"
 import { batchStages, deniedResult, interruptedResult, resultOfExit, timedOutResult } from "../Batch.ts"
 import type { ExecutorShape, ToolContext } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
@@ -33,6 +33,8 @@ export interface BatchSettings {
   readonly definitions: ReadonlyMap<string, ToolDefinition>
   readonly concurrency: number | "unbounded"
   readonly defaultTimeout: Duration.Input | undefined
+  /** How long an `ask` waits for its answer before the call is denied ("approval timed out"). */
+  readonly approvalTimeout: Duration.Duration | undefined
   /** Make a span per call (a tracing backend is installed). */
   readonly traced: boolean
 }
@@ -54,14 +56,25 @@ const runCall = (
       reportProgress: (progress) =>
         Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress }))
     }
-    const execution = Effect.onInterrupt(
-      Effect.suspend(() => {
-        const effect: unknown = executor.execute(call, context)
-        return Effect.isEffect(effect) ?
-          effect as Effect.Effect<unknown, unknown> :
-          Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
-      }),
-      () => Effect.sync(() => controller.abort())
+    const started = Effect.suspend(() => {
+      const effect: unknown = executor.execute(call, context)
+      return Effect.isEffect(effect) ?
+        effect as Effect.Effect<unknown, unknown> :
+        Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
+    })
+    // The call runs in a fiber of its own so that, when it is interrupted (abort, timeout, the
+    // run's interruption), its `AbortSignal` fires *before* the tool's own interrupt finalizers
+    // run: a tool's cleanup can rely on the signal having fired (a child process told to stop, a
+    // request cancelled), as it would with an AbortSignal-driven API.
+    const execution = Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.forkChild(restore(started), { startImmediately: true }),
+        (fiber) =>
+          Effect.onInterrupt(
+            restore(Fiber.join(fiber)),
+            () => Effect.andThen(Effect.sync(() => controller.abort()), Fiber.interrupt(fiber))
+          )
+      )
     )
     const limited = timeout === undefined ?
       Effect.map(Effect.exit(execution), (exit) => resultOfExit(call, exit)) :
@@ -114,8 +127,18 @@ export const runBatch = (
         const known = remembered.get(call.name)
         if (known !== undefined) return Effect.succeed(known)
         const answer = Deferred.makeUnsafe<ApprovalAnswer>()
+        const limit = settings.approvalTimeout
+        const awaited = limit === undefined ? Deferred.await(answer) : Effect.flatMap(
+          Effect.timeoutOption(Deferred.await(answer), limit),
+          (given) =>
+            Option.isSome(given) ? Effect.succeed(given.value) : Effect.andThen(
+              // answer the request (a late answer from a UI is then ignored), unless one came just now
+              Deferred.succeed(answer, { approved: false, reason: "approval timed out" }),
+              Deferred.await(answer)
+            )
+        )
         return emit({ type: "approval_request", call, answer }).pipe(
-          Effect.andThen(Deferred.await(answer)),
+          Effect.andThen(awaited),
           Effect.tap((given) => Effect.sync(() => given.always === true && remembered.set(call.name, given)))
         )
       })

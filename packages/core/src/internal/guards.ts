@@ -219,7 +219,8 @@ export const isRunSettingsFast = (u: unknown): boolean => {
       ((typeof maxSteps === "number" && Number.isSafeInteger(maxSteps) && maxSteps > 0) || !("maxSteps" in u)) &&
       (u.signal instanceof AbortSignal || !("signal" in u)) &&
       // the control options are rare: when one is given, the schema decides
-      !("policy" in u) && !("steering" in u) && !("followUps" in u) && !("transformContext" in u)
+      !("policy" in u) && !("steering" in u) && !("followUps" in u) && !("transformContext" in u) &&
+      !("timeout" in u) && !("approvalTimeout" in u)
   } catch {
     return false
   }

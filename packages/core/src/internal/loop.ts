@@ -5,7 +5,7 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Channel, Effect, Exit, Queue, Schema, Tracer } from "effect"
+import { Cause, Channel, Duration, Effect, Exit, Fiber, Option, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
 import type { ModelError } from "../Errors.ts"
@@ -269,6 +269,15 @@ const drive = (
     if (!Array.isArray(options.messages)) return { reason: "error", error: "bad input: messages must be an array" }
     const prepared = prepareTranscript(options.messages)
     if (!prepared.ok) return { reason: "error", error: `bad input: ${prepared.error}` }
+    const last = prepared.value.at(-1)
+    if (last?.role === "assistant") {
+      // the model has had the last word: asking again would resend its answer as the prompt
+      return {
+        reason: "error",
+        error: `bad input: the messages end with the model's answer (messages[${prepared.value.length - 1}], ` +
+          `stopReason "${last.stopReason}"): there is nothing to answer; append a user message to go on`
+      }
+    }
     state.transcript = prepared.value
     const definitionError = checkDefinitions(executor.definitions)
     if (definitionError !== undefined) return { reason: "error", error: definitionError }
@@ -284,6 +293,7 @@ const drive = (
       definitions: new Map(executor.definitions.map((d) => [d.name, d])),
       concurrency: yield* ToolConcurrency,
       defaultTimeout: yield* ToolTimeout,
+      approvalTimeout: options.approvalTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.approvalTimeout),
       traced: yield* tracingBackend
     }
     while (true) {
@@ -346,6 +356,42 @@ const drive = (
     }
   })
 
+interface Deadline {
+  readonly limit: Duration.Duration
+  readonly controller: AbortController
+}
+
+/** The run's `timeout`, when it has a valid one (an invalid one is bad input, reported by `drive`). */
+const deadlineOf = (options: AgentLoopOptions): Deadline | undefined => {
+  const timeout = typeof options === "object" && options !== null ? options.timeout : undefined
+  if (timeout === undefined) return undefined
+  const limit = Duration.fromInput(timeout)
+  return Option.isSome(limit) && Duration.isGreaterThan(limit.value, Duration.zero) ?
+    { limit: limit.value, controller: new AbortController() } :
+    undefined
+}
+
+/**
+ * Runs `drive` with a signal that also fires when the deadline passes (on the `Clock`, so tests
+ * drive it with `TestClock`): the run then stops exactly as an abort stops it, at the same safe
+ * points, and keeps its paired transcript.
+ */
+const withDeadline = <A, R>(
+  deadline: Deadline,
+  options: AgentLoopOptions,
+  drive: (bounded: AgentLoopOptions) => Effect.Effect<A, never, R>
+): Effect.Effect<A, never, R> =>
+  Effect.suspend(() => {
+    const signal = options.signal === undefined ?
+      deadline.controller.signal :
+      AbortSignal.any([options.signal, deadline.controller.signal])
+    const timer = Effect.andThen(Effect.sleep(deadline.limit), Effect.sync(() => deadline.controller.abort()))
+    return Effect.flatMap(
+      Effect.forkChild(timer),
+      (fiber) => Effect.ensuring(drive({ ...options, signal }), Fiber.interrupt(fiber))
+    )
+  })
+
 /**
  * Runs the loop with an already guarded `emit`, hands the result to `onResult` (also when the run
  * is interrupted from outside, before the interruption goes on) and returns it. The whole run is
@@ -361,10 +407,18 @@ export const runLoop = (
       const model = yield* Model
       const executor = yield* Executor
       const state: RunState = { transcript: [], steps: 0, unanswered: [], usage: undefined }
-      const exit = yield* Effect.exit(restore(drive(options, state, model, executor, emit)))
+      const deadline = deadlineOf(options)
+      const exit = yield* Effect.exit(restore(
+        deadline === undefined ?
+          drive(options, state, model, executor, emit) :
+          withDeadline(deadline, options, (bounded) => drive(bounded, state, model, executor, emit))
+      ))
       yield* closeTranscript(state, emit)
       const outcome: Outcome = Exit.isSuccess(exit) ?
-        exit.value :
+        (exit.value.reason === "aborted" && deadline?.controller.signal.aborted === true &&
+            options.signal?.aborted !== true ?
+          { reason: "aborted", error: `run timed out after ${Duration.format(deadline.limit)}` } :
+          exit.value) :
         Cause.hasInterruptsOnly(exit.cause) ?
         { reason: "aborted" } :
         { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
