@@ -1,7 +1,8 @@
 /**
  * Checks that every public name of every published package is documented the project's way.
  *
- *     node scripts/docs/check-exports.ts
+ *     node scripts/docs/check-exports.ts                    # every published package
+ *     node scripts/docs/check-exports.ts packages/core      # only these package folders
  *
  * The public names of a package are those its `src/index.ts` exports (following `export *` and
  * `export * as X`). Each must have a doc comment carrying `@since` and exactly one `@category`,
@@ -29,7 +30,12 @@ export const publicPackages = (): Array<{ readonly name: string; readonly dir: s
     return pkg.private === true ? [] : [{ name: pkg.name, dir, entry }]
   })
 
-const packages = publicPackages()
+// `node scripts/docs/check-exports.ts DIR…` checks only the packages in those folders
+const requested = process.argv.slice(2).map((dir) => path.resolve(dir))
+const packages = requested.length === 0 ? publicPackages() : requested.map((dir) => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")) as { name: string }
+  return { name: pkg.name, dir, entry: path.join(dir, "src/index.ts") }
+})
 const base = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.base.json"), {}, {
   ...ts.sys,
   onUnRecoverableConfigFileDiagnostic: () => {}
@@ -108,7 +114,7 @@ const checkModule = (pkg: string, prefix: string, moduleSymbol: ts.Symbol): void
     }
     for (const declaration of declarations) {
       // a file outside the repository's packages (a re-export of effect's) is documented there
-      if (!declaration.getSourceFile().fileName.startsWith(path.join(root, "packages"))) continue
+      if (!packages.some((p) => declaration.getSourceFile().fileName.startsWith(path.dirname(p.entry)))) continue
       checkDeclaration(pkg, name, declaration)
     }
   }
