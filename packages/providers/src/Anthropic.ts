@@ -17,9 +17,15 @@
  * is retried like an HTTP 529.
  *
  * Failures: HTTP 408/409/429/5xx/529 and connections that cannot be made are retried (see
- * `RetryOptions`, honouring `Retry-After` and `x-should-retry`); other statuses fail with a
- * `ModelError` carrying Anthropic's message; a connection lost mid-stream or a malformed stream
- * fails with a `ModelError`. Interrupting the stream cancels the HTTP request.
+ * `RetryOptions`, honouring `Retry-After` and `x-should-retry`; each retry is logged and recorded
+ * on the span); other statuses fail with a `ModelError` carrying Anthropic's message and a
+ * `reason`; a redirect is never followed; a connection lost mid-stream, a malformed stream or a
+ * time limit reached (see `TimeoutOptions`) fails with a `ModelError`, unless the stop reason had
+ * already come (the answer is then kept). The key and every header value not marked public are
+ * scrubbed from every message. Interrupting the stream cancels the HTTP request.
+ *
+ * Prompt caching (on by default): `cache_control` breakpoints on the last tool, the system prompt
+ * and the two latest user turns.
  *
  * @since 0.1.0
  */

@@ -12,15 +12,20 @@
  * `toolcall_delta`s assembled per call `index` (parallel calls may interleave). The final
  * message carries the usage (`input` excludes cached prompt tokens, which are `cacheRead`).
  *
- * Stop mapping: `stop` → stop, `tool_calls` → toolUse, `length` → length, `content_filter` →
- * error; a message with tool calls and a `stop` (or missing) finish reason is toolUse, as local
- * servers end tool calls that way. Arguments that are not a JSON object end the message `error`
- * naming the call; an error reported inside the stream ends it `error` with the server's text.
+ * Stop mapping: `stop` (and `eos`, `eos_token`, `end_turn`, `stop_sequence`) → stop, `tool_calls`
+ * → toolUse, `length` / `max_tokens` → length, `content_filter` → error, any other finish reason →
+ * error naming it; a message with tool calls and a `stop` (or missing) finish reason is toolUse,
+ * as local servers end tool calls that way. Arguments that are not a JSON object end the message
+ * `error` naming the call; an error reported inside the stream ends it `error` with the server's
+ * text.
  *
  * Failures: HTTP 408/409/429/5xx and connections that cannot be made are retried (see
- * `RetryOptions`); other statuses fail with a `ModelError` carrying the server's message; a
- * connection lost mid-stream or a malformed stream fails with a `ModelError`. Interrupting the
- * stream (an aborted run) cancels the HTTP request.
+ * `RetryOptions`; each retry is logged and recorded on the span); other statuses fail with a
+ * `ModelError` carrying the server's message and a `reason`; a redirect is never followed; a
+ * connection lost mid-stream, a malformed stream, an answer that is not an event stream or a time
+ * limit reached (see `TimeoutOptions`) fails with a `ModelError`, unless the finish reason had
+ * already come (the answer is then kept). The key and every header value not marked public are
+ * scrubbed from every message. Interrupting the stream (an aborted run) cancels the HTTP request.
  *
  * @since 0.1.0
  */

@@ -6,7 +6,8 @@
  * `x-should-retry` header, when present, overrides the status rule.
  *
  * Nothing is retried once a stream has emitted an event: a retry would repeat deltas the caller
- * has already seen.
+ * has already seen. Redirects and the client's own time limits (`TimeoutOptions`) are never
+ * retried.
  *
  * @since 0.1.0
  */
