@@ -44,13 +44,16 @@ export const lines = <A = Record<string, unknown>>(file: string): Array<A> =>
     []
 
 /** Waits (polling the logs every 25 ms, real time) until `test` holds, or fails after `ms`. */
-export const waitUntil = (what: string, test: () => boolean, ms = 30_000) =>
+export const waitUntil = (what: string, test: () => boolean, ms = 60_000, procs: ReadonlyArray<Proc> = []) =>
   Effect.promise(() =>
     new Promise<void>((resolve, reject) => {
       const started = performance.now()
       const tick = () => {
         if (test()) return resolve()
-        if (performance.now() - started > ms) return reject(new Error(`timed out waiting for ${what}`))
+        if (performance.now() - started > ms) {
+          const outputs = procs.map((p, i) => `--- process ${i} (exit ${p.child.exitCode}):\n${p.output().slice(-1500)}`)
+          return reject(new Error(`timed out waiting for ${what}\n${outputs.join("\n")}`))
+        }
         setTimeout(tick, 25)
       }
       tick()

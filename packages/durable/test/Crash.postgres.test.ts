@@ -1,0 +1,156 @@
+/**
+ * kill -9 on PostgreSQL: two runner processes and a client-only process; the runner executing
+ * the run is killed during a tool batch, during a model turn and while the run waits for an
+ * approval; the other runner takes the run over and completes it. What completed before the kill
+ * never runs again, what was running runs again with the same idempotency key; the approval is
+ * answered by yet another process; the transcript passes checkInvariants.
+ *
+ * Uses the PostgreSQL of `scripts/postgres.sh` (AGENTLOOP_PG_* from its env file, as CI exports
+ * them), or starts one itself on port 54381 when none is configured.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Semaphore } from "effect"
+import { execFileSync } from "node:child_process"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import type { DurableEvent } from "../src/index.ts"
+import { awaitExit, kill9, lines, resultAndViolations, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "./crash.ts"
+import type { Proc } from "./crash.ts"
+
+const script = fileURLToPath(new URL("../scripts/postgres.sh", import.meta.url))
+const ownPort = "54381"
+const own = process.env["AGENTLOOP_PG_PORT"] === undefined
+const pg = {
+  host: process.env["AGENTLOOP_PG_HOST"] ?? "127.0.0.1",
+  port: Number(process.env["AGENTLOOP_PG_PORT"] ?? ownPort),
+  username: process.env["AGENTLOOP_PG_USER"] ?? "agentloop"
+}
+
+beforeAll(() => {
+  if (own) execFileSync("bash", [script, "start"], { env: { ...process.env, AGENTLOOP_PG_PORT: ownPort }, stdio: "ignore" })
+}, 300_000)
+afterAll(() => {
+  if (own) execFileSync("bash", [script, "stop"], { env: { ...process.env, AGENTLOOP_PG_PORT: ownPort }, stdio: "ignore" })
+})
+
+let databases = 0
+const freshDatabase = () => {
+  const name = `crash_${process.pid}_${++databases}`
+  execFileSync("psql", ["-q", "-h", pg.host, "-p", String(pg.port), "-U", pg.username, "-d", "postgres", "-c", `create database ${name}`])
+  return name
+}
+
+let ports = 34100 + (process.pid % 200) * 10
+const setup = (extra: object = {}) => {
+  const dir = tempDir("agentloop-durable-pg-")
+  return {
+    engine: "postgres",
+    pg: { ...pg, database: freshDatabase() },
+    runId: "run-1",
+    log: join(dir, "side-effects.ndjson"),
+    events: join(dir, "events.ndjson"),
+    result: join(dir, "result.json"),
+    slowMs: 2000,
+    ...extra
+  }
+}
+
+/** Two runners and the client that starts the run; every process is killed when the test ends. */
+const cluster = (s: ReturnType<typeof setup>) =>
+  Effect.gen(function*() {
+    const all: Array<Proc> = []
+    yield* Effect.addFinalizer(() => Effect.sync(() => all.forEach((p) => p.child.kill("SIGKILL"))))
+    // one after the other: the first creates the cluster's tables in the fresh database
+    for (let i = 0; i < 2; i++) {
+      all.push(spawnProc("runner", { ...s, port: ports++ }))
+      yield* waitUntil(`runner ${i + 1} up`, () => starts(s.log).entries.filter((e) => e.kind === "process").length === i + 1)
+    }
+    return { runners: [...all], all }
+  })
+
+const ownerOf = (s: ReturnType<typeof setup>, runners: ReadonlyArray<Proc>): Proc => {
+  const pid = starts(s.log).entries.find((e) => e.kind === "turn")!.pid
+  return runners.find((r) => r.child.pid === pid)!
+}
+
+const approvalRequested = (events: string) => () =>
+  lines<DurableEvent>(events).some((e) => e.event.type === "approval_request")
+
+const approveFromAnotherProcess = (s: ReturnType<typeof setup>, all: Array<Proc>) =>
+  Effect.gen(function*() {
+    const approver = spawnProc("approve", s)
+    all.push(approver)
+    yield* awaitExit(approver)
+  })
+
+// one at a time: each test runs four or five Node processes, on machines with few cores
+const oneAtATime = Semaphore.makeUnsafe(1)
+
+describe("PostgreSQL: kill -9 the runner executing the run", () => {
+  it.live("during a tool batch: another runner completes it; finished calls ran once, running ones again", () =>
+    Effect.gen(function*() {
+      const s = setup()
+      const { runners, all } = yield* cluster(s)
+      const client = spawnProc("client-start", s)
+      all.push(client)
+      yield* waitUntil("c2 and c3 running, c1 finished", () => {
+        const c = starts(s.log)
+        return c.call("c2") === 1 && c.call("c3") === 1 && toolEndedIn(s.events, "c1")
+      }, 60_000, all)
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
+      const owner = ownerOf(s, runners)
+      yield* kill9(owner)
+      yield* waitUntil("the approval request", approvalRequested(s.events), 60_000)
+      yield* approveFromAnotherProcess(s, all)
+      yield* awaitExit(client)
+      const c = starts(s.log)
+      assert.strictEqual(c.call("c1"), 1)
+      assert.strictEqual(c.call("c2"), 2)
+      assert.strictEqual(c.call("c3"), 2)
+      assert.deepStrictEqual(c.keys("c3"), ["agentloop:run-1:1:2"])
+      assert.strictEqual(c.call("d1"), 1)
+      const rerun = c.entries.filter((e) => e.kind === "tool" && e.call === "c2" && e.phase === "start")
+      assert.notStrictEqual(rerun[1]!.pid, owner.child.pid) // ran again on the other runner
+      const { result, violations } = resultAndViolations(s.result, s.events)
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(violations, [])
+    }).pipe(Effect.scoped, oneAtATime.withPermits(1)), 300_000)
+
+  it.live("during a model turn: the turn runs again on the other runner, its message is appended once", () =>
+    Effect.gen(function*() {
+      const s = setup({ turnMs: 2000, slowMs: 50 })
+      const { runners, all } = yield* cluster(s)
+      const client = spawnProc("client-start", s)
+      all.push(client)
+      yield* waitUntil("turn 0 running", () => starts(s.log).turn(0) === 1)
+      yield* kill9(ownerOf(s, runners))
+      yield* waitUntil("the approval request", approvalRequested(s.events), 60_000)
+      yield* approveFromAnotherProcess(s, all)
+      yield* awaitExit(client)
+      const c = starts(s.log)
+      assert.strictEqual(c.turn(0), 2)
+      assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
+      const { result, violations } = resultAndViolations(s.result, s.events)
+      assert.strictEqual(result.messages.filter((m) => m.role === "assistant").length, 3)
+      assert.deepStrictEqual(violations, [])
+    }).pipe(Effect.scoped, oneAtATime.withPermits(1)), 300_000)
+
+  it.live("while it waits for an approval: answered by another process while no runner holds it; nothing runs again", () =>
+    Effect.gen(function*() {
+      const s = setup({ slowMs: 50 })
+      const { runners, all } = yield* cluster(s)
+      const client = spawnProc("client-start", s)
+      all.push(client)
+      yield* waitUntil("the approval request", approvalRequested(s.events))
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
+      yield* kill9(ownerOf(s, runners))
+      yield* approveFromAnotherProcess(s, all)
+      yield* awaitExit(client)
+      const c = starts(s.log)
+      assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
+      assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
+      const { result, violations } = resultAndViolations(s.result, s.events)
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(violations, [])
+    }).pipe(Effect.scoped, oneAtATime.withPermits(1)), 300_000)
+})
