@@ -12,15 +12,19 @@ export default {
   plugins: ["@stryker-mutator/vitest-runner"],
   mutate: ["src/**/*.ts"],
   coverageAnalysis: "perTest",
-  // the machine is shared: one test process at a time
-  concurrency: 1,
+  // two test processes: the machine this was set up on has two cores, shared
+  concurrency: 2,
   timeoutMS: 20000,
   // a static mutant (in code run when a module loads, e.g. a constant table) needs every test run
   // in a fresh environment: about a minute each here. AGENTLOOP_MUTATION_STATIC=1 includes them.
   ignoreStatic: process.env.AGENTLOOP_MUTATION_STATIC !== "1",
   incremental: true,
   incrementalFile: `${out}/stryker-incremental.json`,
-  reporters: ["clear-text", "progress-append-only", "html", "json"],
+  // AGENTLOOP_MUTATION_EVENTS=1 also records each mutant's result as it is tested (in events/)
+  reporters: ["clear-text", "progress-append-only", "html", "json"].concat(
+    process.env.AGENTLOOP_MUTATION_EVENTS === "1" ? ["event-recorder"] : []
+  ),
+  eventReporter: { baseDir: `${out}/events` },
   htmlReporter: { fileName: `${out}/index.html` },
   jsonReporter: { fileName: `${out}/report.json` },
   clearTextReporter: { allowColor: false, logTests: false, maxTestsToLog: 0 },

@@ -13,6 +13,7 @@ import type { AgentLoopOptions, AnyTool, ApprovalAnswer, LoopEvent, Message, Use
 import {
   assistant,
   echoTool,
+  failingTool,
   makeGatedTool,
   probeTool,
   sleepingTool,
@@ -109,6 +110,45 @@ describe("policies and approvals", () => {
       assert.deepStrictEqual(violations, [])
       assert.strictEqual(run.events.filter((e) => e.type === "approval_request").length, 1)
       assert.strictEqual(yield* write.executions, 2)
+    }))
+
+  it.effect("an answer without always holds for that call only: the next call of the tool is asked again", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("w1", "write")]), turn.toolCalls([toolCall("w2", "write")]), turn.text("ok")],
+        [write.tool],
+        { policy: () => ask },
+        answerWith({ approved: true })
+      )
+      const { violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      const asked = run.events.flatMap((e) => e.type === "approval_request" ? [e.call.id] : [])
+      assert.deepStrictEqual(asked, ["w1", "w2"])
+      assert.strictEqual(yield* write.executions, 2)
+    }))
+
+  it.effect("an approval that comes with an abort does not start the call", () =>
+    Effect.gen(function*() {
+      const controller = new AbortController()
+      const write = probeTool(echoTool("write"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("w", "write")])],
+        [write.tool],
+        { policy: () => ask, signal: controller.signal },
+        (event) => {
+          if (event.type === "approval_request") {
+            controller.abort()
+            Deferred.doneUnsafe(event.answer, Exit.succeed({ approved: true }))
+          }
+        }
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "aborted")
+      assert.strictEqual(yield* write.executions, 0)
+      assert.deepStrictEqual(results(result.messages)[0]!.details, { skipped: true, reason: "aborted" })
+      assert.isFalse(run.events.some((e) => e.type === "tool_start"))
     }))
 
   it.effect("abort while waiting for approval pairs the call like any aborted call; nothing runs", () =>
@@ -391,13 +431,14 @@ describe("usage", () => {
       const run = yield* start(
         [
           turn.message(assistant("toolUse", { calls: [toolCall("a", "e")], usage: { input: 100, output: 20, cacheRead: 50 } })),
-          turn.text("done", { input: 130, output: 5 })
+          turn.message(assistant("toolUse", { calls: [toolCall("b", "e")], usage: { input: 1, output: 2, cacheRead: 3, cacheWrite: 4 } })),
+          turn.text("done", { input: 130, output: 5, cacheWrite: 6 })
         ],
         [echoTool("e")]
       )
       const { result, violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
-      assert.deepStrictEqual(result.usage, { input: 230, output: 25, cacheRead: 50, cacheWrite: 0 })
+      assert.deepStrictEqual(result.usage, { input: 231, output: 27, cacheRead: 53, cacheWrite: 10 })
     }))
 
   it.effect("cost is summed over the turns that report one, and absent when none does", () =>
@@ -455,5 +496,27 @@ describe("tracing", () => {
       assert.isTrue(tools.every((s) => s.attributes.get("agentloop.tool.name") === "e"))
       assert.isTrue(tools.every((s) => s.attributes.get("agentloop.tool.outcome") === "ok"))
       assert.isTrue(tools.every((s) => s.status._tag === "Ended"))
+    }))
+
+  it.effect("a call that ends in an error result has a span with outcome error", () =>
+    Effect.gen(function*() {
+      const spans: Array<Tracer.NativeSpan> = []
+      const tracer = Tracer.make({
+        span: (options) => {
+          const span = new Tracer.NativeSpan(options)
+          spans.push(span)
+          return span
+        }
+      })
+      const run = yield* start(
+        [turn.toolCalls([toolCall("ok", "e"), toolCall("bad", "f")]), turn.text("ok")],
+        [echoTool("e"), failingTool("f", "disk full")]
+      ).pipe(Effect.withTracer(tracer))
+      const { violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      const outcomes = spans
+        .filter((s) => s.name === "agentloop.tool")
+        .map((s) => [s.attributes.get("agentloop.tool.call_id"), s.attributes.get("agentloop.tool.outcome")])
+      assert.sameDeepMembers(outcomes, [["ok", "ok"], ["bad", "error"]])
     }))
 })
