@@ -22,7 +22,7 @@
  * @since 0.1.0
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import type { Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
@@ -201,6 +201,14 @@ const secretsOf = (config: McpServerConfig): Array<string> => {
 
 const redact = (text: string, secrets: ReadonlyArray<string>): string =>
   [...secrets].sort((a, b) => b.length - a.length).reduce((t, secret) => t.split(secret).join("<redacted>"), text)
+
+/**
+ * A call that provably never reached a server: the connection was already closed, or the HTTP
+ * server answered 404 for the session (it restarted and forgot it; MCP then asks for a new one).
+ */
+const neverSent = (error: unknown): boolean =>
+  (error instanceof StreamableHTTPError && error.code === 404) ||
+  (error instanceof Error && !(error instanceof McpError) && error.message === "Not connected")
 
 const isZodError = (error: unknown): boolean =>
   typeof error === "object" && error !== null && Array.isArray((error as { issues?: unknown }).issues)
@@ -420,7 +428,12 @@ export const makeMcpTools = (
     const failure = (call: ToolCall, entry: Entry, text: string, extra: Record<string, unknown> = {}) =>
       errorResult(call, text, { mcp: { server: entry.server.config.name, tool: entry.tool.name }, ...extra })
 
-    const callServer = (entry: Entry, call: ToolCall, context: ToolContext): Effect.Effect<ToolResultMessage> =>
+    const callServer = (
+      entry: Entry,
+      call: ToolCall,
+      context: ToolContext,
+      retried = false
+    ): Effect.Effect<ToolResultMessage> =>
       Effect.gen(function*() {
         const server = entry.server
         const name = server.config.name
@@ -451,6 +464,12 @@ export const makeMcpTools = (
         yield* Fiber.join(pump)
         if (Exit.isFailure(exit)) {
           const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
+          if (!retried && neverSent(error)) {
+            // the server never took the call (a closed connection, an HTTP session the server no
+            // longer knows, as after a restart): connect again and send it once more
+            yield* dropConnection(server, client)
+            return yield* callServer(entry, call, context, true)
+          }
           if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
             yield* dropConnection(server, client)
             return failure(

@@ -199,5 +199,23 @@ describe("a Streamable HTTP server that goes away", { timeout: 30_000 }, () => {
           assert.strictEqual(textOf(echo!), "Echo: again")
         }).pipe(Effect.provide(tools))
       }).pipe(Effect.scoped))
+
+    it.effect("a server restarted between calls is reconnected by the next call, which succeeds", () =>
+      Effect.gen(function*() {
+        const first = yield* Scope.make()
+        const url = yield* startHttpServer.pipe(Scope.provide(first))
+        const tools = yield* Layer.build(serversLayer([{ name: "everything", transport: "http", url }]))
+        yield* Effect.gen(function*() {
+          const before = yield* runWithMcp([turn.toolCalls([toolCall("a", "everything__echo", { message: "one" })]), turn.text("ok")])
+          assert.strictEqual(textOf(resultsOf(before.result.messages)[0]!), "Echo: one")
+          yield* Scope.close(first, Exit.void)
+          yield* startHttpServerOn(Number(new URL(url).port))
+          // the old session is unknown to the new server (HTTP 404): the call is sent again on a new one
+          const after = yield* runWithMcp([turn.toolCalls([toolCall("b", "everything__echo", { message: "two" })]), turn.text("ok")])
+          const [result] = resultsOf(after.result.messages)
+          assert.isFalse(result!.isError, textOf(result!))
+          assert.strictEqual(textOf(result!), "Echo: two")
+        }).pipe(Effect.provide(tools))
+      }).pipe(Effect.scoped))
   })
 })
