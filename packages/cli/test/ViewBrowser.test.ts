@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
 import { Effect } from "effect"
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs"
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -175,5 +175,35 @@ describe("agentloop view in a headless browser", () => {
       const shot = join(ARTIFACTS, "killed-mid-batch.png")
       yield* Effect.promise(() => page.screenshot({ path: shot, fullPage: true }))
       console.log(`agentloop view screenshot: ${shot}`)
+    }).pipe(Effect.provide(NodeServices.layer)), 60_000)
+
+  it.live("reloads itself while the session file grows (live), and not when live is unchecked", () =>
+    Effect.gen(function*() {
+      const file = join(mkdtempSync(join(tmpdir(), "agentloop-view-live-")), "growing.jsonl")
+      copyFileSync(fixture("coding-session.jsonl"), file)
+      const view = yield* serveSession({ workspace: tmpdir(), session: file })
+      const browser = yield* launch
+      const { page } = yield* open(browser, view.url)
+      assert.strictEqual(yield* count(page, "[data-testid=run]"), 3)
+
+      const at = 1795000200000
+      appendFileSync(file, JSON.stringify({ type: "run_start", at, prompt: "A fourth task" }) + "\n")
+      yield* Effect.promise(() =>
+        page.waitForFunction(() => document.querySelectorAll("[data-testid=run]").length === 4, undefined, {
+          timeout: 15_000
+        })
+      )
+      assert.include((yield* texts(page, "[data-testid=run]"))[3], "A fourth task")
+
+      // Unchecked, the page stays as it is: wait for a later change to be served, then past two polls.
+      yield* Effect.promise(() => page.locator("#live").uncheck())
+      appendFileSync(file, JSON.stringify({ type: "run_start", at: at + 1, prompt: "A fifth task" }) + "\n")
+      yield* Effect.promise(() => page.waitForFunction(
+        async () => (await (await fetch("/api/session")).text()).includes("A fifth task"),
+        undefined,
+        { timeout: 15_000 }
+      ))
+      yield* Effect.promise(() => page.waitForTimeout(4500))
+      assert.strictEqual(yield* count(page, "[data-testid=run]"), 4)
     }).pipe(Effect.provide(NodeServices.layer)), 60_000)
 })
