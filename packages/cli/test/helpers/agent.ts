@@ -268,6 +268,27 @@ export const alive = (pid: number): boolean => {
   }
 }
 
+/**
+ * The host pids of live processes whose command line contains `marker` (a PID namespace hides the
+ * host pid from the command itself, so tests find their processes by a unique argument).
+ */
+export const processesWith = (marker: string): Array<number> => {
+  const found: Array<number> = []
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue
+    try {
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0").join(" ")
+      if (cmdline.includes(marker) && alive(Number(name))) found.push(Number(name))
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found
+}
+
+/** A `sleep` duration no other process uses, to find a test's processes in /proc. */
+export const uniqueSleep = (): string => `${300 + Math.floor(Math.random() * 1000)}.${Math.floor(Math.random() * 1000)}`
+
 /** Waits up to `ms` for `test` to hold, checking every 50 ms. */
 export const eventually = async (test: () => boolean, ms: number): Promise<boolean> => {
   const end = Date.now() + ms

@@ -1,0 +1,132 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import { Model, pairingViolations } from "@agentloop/core"
+import type { Message, ModelRequest } from "@agentloop/core"
+import { parseAnswer, previewCall } from "../src/Approvals.ts"
+import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER } from "../src/Compaction.ts"
+import { stripControl } from "../src/Sanitize.ts"
+import { makeStyle } from "../src/Style.ts"
+
+const user = (text: string): Message => ({ role: "user", content: text })
+const calls = (...ids: Array<string>): Message => ({
+  role: "assistant",
+  content: ids.map((id) => ({ type: "toolCall" as const, id, name: "bash", arguments: { command: `echo ${id}` } })),
+  stopReason: "toolUse"
+})
+const result = (id: string, text = "x".repeat(200)): Message => ({
+  role: "toolResult",
+  toolCallId: id,
+  toolName: "bash",
+  content: [{ type: "text", text }],
+  isError: false
+})
+const text = (t: string): Message => ({ role: "assistant", content: [{ type: "text", text: t }], stopReason: "stop" })
+
+describe("control sequences", () => {
+  it("strips OSC (clipboard, title), CSI (clear screen, colours), DCS, C1 and stray controls; keeps newline and tab", () => {
+    assert.strictEqual(stripControl("a\u001b]52;c;ZXZpbA==\u0007b"), "ab")
+    assert.strictEqual(stripControl("a\u001b]0;title\u001b\\b"), "ab")
+    assert.strictEqual(stripControl("x\u001b[2Jy\u001b[31mred\u001b[0m"), "xyred")
+    assert.strictEqual(stripControl("p\u001bPq#0;2;0;0;0\u001b\\q"), "pq")
+    assert.strictEqual(stripControl("c1\u009b2Jz\u009d0;t\u009c!"), "c1z!")
+    assert.strictEqual(stripControl("line\r\nnext\tcol\u0007\u0008"), "line\nnext\tcol")
+    assert.strictEqual(stripControl("cut \u001b]52;c;AAAA"), "cut ", "a sequence cut at the end of a chunk is removed")
+    assert.strictEqual(stripControl("plain ünïcode ✓"), "plain ünïcode ✓")
+  })
+})
+
+describe("approval answers", () => {
+  it("y, a, n with or without a reason; anything else asks again", () => {
+    assert.deepStrictEqual(parseAnswer("y"), { kind: "yes" })
+    assert.deepStrictEqual(parseAnswer(" YES "), { kind: "yes" })
+    assert.deepStrictEqual(parseAnswer("a"), { kind: "always" })
+    assert.deepStrictEqual(parseAnswer("n"), { kind: "no", reason: undefined })
+    assert.deepStrictEqual(parseAnswer("n: use the other file"), { kind: "no", reason: "use the other file" })
+    assert.deepStrictEqual(parseAnswer("no not now"), { kind: "no", reason: "not now" })
+    assert.strictEqual(parseAnswer(""), undefined)
+    assert.strictEqual(parseAnswer("yolo"), undefined)
+    assert.strictEqual(parseAnswer("y please"), undefined)
+  })
+
+  it("the preview of a call shows the command or the diff, without control sequences", () => {
+    const style = makeStyle(false)
+    const bash = previewCall({ type: "toolCall", id: "1", name: "bash", arguments: { command: "rm -rf build\u001b[2J\nls" } }, style)
+    assert.deepStrictEqual(bash, ["$ rm -rf build", "> ls"])
+    const edit = previewCall({ type: "toolCall", id: "2", name: "edit", arguments: { path: "a.ts", oldText: "a\nb", newText: "c" } }, style)
+    assert.deepStrictEqual(edit, ["a.ts", "- a", "- b", "+ c"])
+  })
+})
+
+describe("compaction", () => {
+  const transcript: Array<Message> = [
+    user("task"),
+    calls("a", "b"),
+    result("a"),
+    result("b"),
+    text("half"),
+    user("more"),
+    calls("c"),
+    result("c"),
+    calls("d", "e", "f"),
+    result("d"),
+    result("e"),
+    result("f"),
+    text("done")
+  ]
+
+  it("never cuts between a call and its result, whatever the budget", () => {
+    for (let keep = 0; keep <= estimateTokens(transcript) + 10; keep += 7) {
+      for (let from = 0; from < transcript.length; from++) {
+        const cut = chooseCut(transcript, from, keep)
+        if (cut === undefined) continue
+        assert.isAbove(cut, from)
+        assert.notStrictEqual(transcript[cut]!.role, "toolResult", `keep ${keep}, from ${from}: cut at ${cut}`)
+        assert.deepStrictEqual(pairingViolations(transcript.slice(cut)), [])
+        // the tail fits, or it is the last turn alone
+        const last = transcript.map((m, i) => (m.role === "toolResult" ? -1 : i)).filter((i) => i > from).pop()
+        assert.isTrue(estimateTokens(transcript.slice(cut)) <= keep || cut === last)
+      }
+    }
+  })
+
+  it.effect("past 75% of the window the older turns become one summary message; the latest stay verbatim", () =>
+    Effect.gen(function*() {
+      const requests: Array<ModelRequest> = []
+      const model = Model.of({
+        stream: (request) => {
+          requests.push(request)
+          return Stream.make({
+            type: "done" as const,
+            message: { role: "assistant" as const, content: [{ type: "text" as const, text: "SUMMARY" }], stopReason: "stop" as const }
+          })
+        }
+      })
+      const recorded: Array<number> = []
+      const window = Math.ceil(estimateTokens(transcript) / 0.7)
+      const compactor = makeCompactor({
+        contextWindow: window,
+        systemPrompt: "",
+        model,
+        initial: undefined,
+        onCompact: (state) => Effect.sync(() => void recorded.push(state.covered)),
+        onError: () => Effect.die("no error expected")
+      })
+      const small = yield* compactor.transform(transcript.slice(0, 5))
+      assert.deepStrictEqual(small, transcript.slice(0, 5), "under the threshold nothing changes")
+      assert.strictEqual(requests.length, 0)
+      const bigger = [...transcript, user("x".repeat(window * 2))]
+      const out = yield* compactor.transform(bigger)
+      assert.strictEqual(requests.length, 1)
+      assert.strictEqual(recorded.length, 1)
+      const summary = out[0]!
+      assert.strictEqual(summary.role, "user")
+      assert.isTrue(typeof summary.content === "string" && summary.content.startsWith(SUMMARY_HEADER))
+      assert.include(summary.content as string, "<summary>\nSUMMARY\n</summary>")
+      assert.deepStrictEqual(out.slice(1), bigger.slice(recorded[0]!))
+      assert.deepStrictEqual(pairingViolations(out), [])
+      // the next request reuses the summary without asking again while it fits
+      const again = yield* compactor.transform(bigger.slice(0, recorded[0]! + 1))
+      assert.strictEqual(again[0], summary)
+      assert.strictEqual(requests.length, 1)
+    }))
+})
