@@ -159,14 +159,27 @@ const statusHint = (status: number): string =>
     " (check the base URL and the model name)" :
     ""
 
+/** The most of an error body that is read (a server may send an endless one). */
+const MAX_ERROR_BODY = 4 * 1024 * 1024
+
+/** The error body: at most `MAX_ERROR_BODY` characters, read within the idle limit ("" if not). */
 const boundedBody = (
   call: ProviderCall,
   response: HttpClientResponse.HttpClientResponse
-): Effect.Effect<string> =>
-  withinOption(response.text, call.timeouts.idle).pipe(
+): Effect.Effect<string> => {
+  const read = Effect.suspend(() => {
+    let text = ""
+    return Stream.decodeText(response.stream).pipe(
+      Stream.takeUntil((chunk) => (text += chunk).length >= MAX_ERROR_BODY),
+      Stream.runDrain,
+      Effect.map(() => text.slice(0, MAX_ERROR_BODY))
+    )
+  })
+  return withinOption(read, call.timeouts.idle).pipe(
     Effect.map(Option.getOrElse(() => "")),
     Effect.orElseSucceed(() => "")
   )
+}
 
 const statusFailure = (
   call: ProviderCall,
