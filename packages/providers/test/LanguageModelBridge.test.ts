@@ -10,6 +10,7 @@ import { echoTool, probeTool } from "@agentloop/testkit"
 import { languageModelBridgeLayer } from "@agentloop/providers"
 import { AiError, LanguageModel, Prompt, Tool } from "effect/ai"
 import type { Response } from "effect/ai"
+import { modelErrorOf, streamOnce } from "./helpers/model.ts"
 import { assistants, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
 
 const usage = (input: number, output: number, cacheRead?: number) => ({
@@ -266,6 +267,20 @@ describe("LanguageModel bridge", () => {
         run.result.error,
         "model error: the language model failed: FakeProvider.streamText: Rate limit exceeded"
       )
+    }))
+
+  it.effect("the ModelError of an AiError says why: rate limit, bad key, network", () =>
+    Effect.gen(function*() {
+      const reasons = [
+        [new AiError.RateLimitError({}), "rate_limit"],
+        [new AiError.AuthenticationError({ kind: "InvalidKey" }), "auth"],
+        [new AiError.UnknownError({}), "unknown"]
+      ] as const
+      for (const [reason, expected] of reasons) {
+        const fake = fakeLanguageModel([AiError.make({ module: "FakeProvider", method: "streamText", reason })])
+        const error = modelErrorOf(yield* streamOnce(fake.model))
+        assert.strictEqual(error.reason, expected)
+      }
     }))
 
   it.effect("a stream without a finish part is a ModelError", () =>
