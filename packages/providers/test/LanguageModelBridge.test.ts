@@ -269,7 +269,7 @@ describe("LanguageModel bridge", () => {
       )
     }))
 
-  it.effect("the ModelError of an AiError says why: rate limit, bad key, network", () =>
+  it.effect("the ModelError of an AiError says why: rate limit, bad key, anything else", () =>
     Effect.gen(function*() {
       const reasons = [
         [new AiError.RateLimitError({}), "rate_limit"],
