@@ -14,6 +14,7 @@ import {
   startRun,
   steer
 } from "../src/index.ts"
+import type { DurableEvent } from "../src/index.ts"
 import { makeHarness, violationsOf } from "./harness.ts"
 
 const results = (r: AgentRunResult) => r.messages.filter((m): m is ToolResultMessage => m.role === "toolResult")
@@ -21,6 +22,11 @@ const texts = (r: AgentRunResult) =>
   results(r).map((m) => `${m.toolCallId}:${m.content.map((c) => c.type === "text" ? c.text : "").join("")}`)
 const shape = (r: AgentRunResult) =>
   r.messages.map((m) => m.role === "toolResult" ? `R(${m.toolCallId})` : m.role === "assistant" ? "A" : "U").join(" ")
+
+/** Gives whatever could start every chance to (100 scheduler turns). */
+const settle = Effect.forEach(Array.from({ length: 100 }), () => Effect.yieldNow, { discard: true })
+const startedCall = (events: ReadonlyArray<DurableEvent>, id: string) =>
+  events.some((e) => e.event.type === "tool_start" && e.event.call.id === id)
 
 describe("durable run on the memory engine", () => {
   it.effect("runs a tool batch and ends like runAgentLoop: results in call order, one turn_end, events tagged", () =>
@@ -59,7 +65,7 @@ describe("durable run on the memory engine", () => {
       }
     }))
 
-  it.effect("an exclusive tool runs alone, and the concurrency cap holds", () =>
+  it.effect("an exclusive tool runs alone: calls before it finish first, calls after it start after it", () =>
     Effect.gen(function*() {
       const gate = makeGatedTool("g")
       const exclusive = makeGatedTool("x")
@@ -68,23 +74,44 @@ describe("durable run on the memory engine", () => {
       const h = yield* makeHarness([
         turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("x1", "x"), toolCall("c", "g")]),
         turn.text("done")
-      ], [gate.tool, x], {}, Layer.succeed(ToolConcurrency, 1))
+      ], [gate.tool, x])
       const fiber = yield* runDurable({ runId: "ex", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* gate.started("a")
-      yield* Effect.yieldNow
-      // cap 1: b waits for a
-      assert.isFalse(h.events.some((e) => e.event.type === "tool_start" && e.event.call.id === "b"))
+      yield* gate.started("b") // a and b run together
       yield* gate.release("a")
-      yield* gate.started("b")
-      assert.isFalse(h.events.some((e) => e.event.type === "tool_start" && e.event.call.id === "x1"))
+      yield* settle
+      assert.isFalse(startedCall(h.events, "x1")) // b still runs
       yield* gate.release("b")
       yield* exclusive.started("x1")
-      assert.isFalse(h.events.some((e) => e.event.type === "tool_start" && e.event.call.id === "c"))
+      yield* settle
+      assert.isFalse(startedCall(h.events, "c"))
       yield* exclusive.release("x1")
       yield* gate.started("c")
       yield* gate.release("c")
       const result = yield* Fiber.join(fiber)
       assert.strictEqual(shape(result), "U A R(a) R(b) R(x1) R(c) A")
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("the concurrency cap holds: a call starts only when a slot is free", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("g")
+      const input = [user("go")]
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g")]),
+        turn.text("done")
+      ], [gate.tool], {}, Layer.succeed(ToolConcurrency, 2))
+      const fiber = yield* runDurable({ runId: "cap", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* gate.started("a")
+      yield* gate.started("b")
+      yield* settle
+      assert.isFalse(startedCall(h.events, "c"))
+      yield* gate.release("b")
+      yield* gate.started("c")
+      yield* gate.release("a")
+      yield* gate.release("c")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(shape(result), "U A R(a) R(b) R(c) A")
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
     }))
 
