@@ -262,6 +262,8 @@ export const makeMcpTools = (
       const byName = new Map<string, Entry>()
       for (const server of states) {
         for (const tool of server.listed) {
+          // a tool that can only run as an MCP task (call now, fetch the result later) is not offered
+          if (tool.execution?.taskSupport === "required") continue
           const name = toolNameFor(server.prefix, tool.name)
           if (byName.has(name)) continue // a name the server itself repeats: the first one wins
           const parameters = tool.inputSchema as Record<string, unknown>
@@ -383,10 +385,12 @@ export const makeMcpTools = (
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => refresh(server, client))
         if (config.transport === "http") {
           const http = transport as StreamableHTTPClientTransport
+          // end the session (HTTP DELETE; a server that does not answer gets MCP_PING_TIMEOUT_MS), then close
           yield* Scope.addFinalizer(
             scope,
-            Effect.promise(() =>
-              http.terminateSession().catch(() => undefined).then(() => client.close()).catch(() => undefined)
+            Effect.promise(() => http.terminateSession().catch(() => undefined)).pipe(
+              Effect.timeoutOption(MCP_PING_TIMEOUT_MS),
+              Effect.andThen(Effect.promise(() => client.close().catch(() => undefined)))
             )
           )
         }

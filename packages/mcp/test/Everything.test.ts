@@ -124,6 +124,10 @@ describe("server-everything over stdio", { timeout: 30_000 }, () => {
           $schema: "http://json-schema.org/draft-07/schema#"
         })
         assert.isTrue(definitions.every((d) => d.name.startsWith("everything__")))
+        // a tool that can only run as an MCP task is not offered
+        const status = (yield* (yield* McpTools).servers)[0]!
+        assert.include(status.tools, "simulate-research-query")
+        assert.notInclude(definitions.map((d) => d.name), "everything__simulate-research-query")
       }))
   })
 })

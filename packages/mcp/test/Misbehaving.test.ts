@@ -4,7 +4,7 @@
  * changes, and the process tree on close. Every run is checked with `checkInvariants`.
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Exit, Layer, Scope } from "effect"
+import { Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import { ToolConcurrency } from "@agentloop/core"
 import { toolCall, turn } from "@agentloop/testkit"
@@ -209,6 +209,24 @@ describe("a server of one's own per test", { timeout: 30_000 }, () => {
       assert.isTrue(isRunning(second))
       const servers = yield* (yield* McpTools).servers
       assert.strictEqual(servers[0]!.pid, second)
+    }).pipe(Effect.provide(serversLayer([fakeServer()]))))
+
+  it.live("a server that dies between calls is started again by the next call, which succeeds", () =>
+    Effect.gen(function*() {
+      const mcp = yield* McpTools
+      const first = Number(textOf(yield* callDirect("fake__pid")))
+      process.kill(first, "SIGKILL")
+      // an outside process's death can only be watched for: until the connection has seen it
+      yield* Effect.repeat(mcp.servers, {
+        until: (servers) => !servers[0]!.connected,
+        schedule: Schedule.spaced("10 millis")
+      })
+      const run = yield* runWithMcp([turn.toolCalls([toolCall("p", "fake__pid")]), turn.text("done")])
+      const [result] = resultsOf(run.result.messages)
+      assert.isFalse(result!.isError, textOf(result!))
+      const second = Number(textOf(result!))
+      assert.notStrictEqual(second, first)
+      assert.isTrue(isRunning(second))
     }).pipe(Effect.provide(serversLayer([fakeServer()]))))
 
   it.effect("an abort sends notifications/cancelled and the call is paired as interrupted", () =>
