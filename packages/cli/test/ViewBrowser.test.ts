@@ -188,11 +188,7 @@ describe("agentloop view in a headless browser", () => {
 
       const at = 1795000200000
       appendFileSync(file, JSON.stringify({ type: "run_start", at, prompt: "A fourth task" }) + "\n")
-      yield* Effect.promise(() =>
-        page.waitForFunction(() => document.querySelectorAll("[data-testid=run]").length === 4, undefined, {
-          timeout: 15_000
-        })
-      )
+      yield* Effect.promise(() => page.locator("[data-testid=run]").nth(3).waitFor({ timeout: 15_000 }))
       assert.include((yield* texts(page, "[data-testid=run]"))[3], "A fourth task")
 
       // Unchecked, the page stays as it is: wait for a later change to be served, then past two polls.
