@@ -16,6 +16,10 @@
  * reader already has at that point (a value built in an earlier block, a layer of their own);
  * everything the block itself needs to work (imports, a `Scope`, the services it uses) belongs
  * in the visible code.
+ *
+ * A block preceded by `<!-- run -->` is a complete program: `run-snippets.ts` runs it with Node
+ * and expects it to exit 0. A block that imports `@effect/vitest` is a test file: it is run with
+ * vitest.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -30,10 +34,13 @@ export interface Snippet {
   readonly code: string
   /** The hidden prelude's code, and the 1-based line of its first line in the Markdown file. */
   readonly prelude: { readonly code: string; readonly line: number } | undefined
+  /** Marked `<!-- run -->`: a program that must run and exit 0. */
+  readonly run: boolean
 }
 
 const fenceOpen = /^( {0,3})(`{3,}|~{3,})\s*([^\s`]*)(.*)$/
 const preludeStart = /^\s*<!--\s*prelude\b(.*)$/
+const runMarker = /^\s*<!--\s*run\s*-->\s*$/
 
 const isTypeScript = (lang: string): boolean => {
   const l = lang.toLowerCase()
@@ -45,8 +52,13 @@ export const extractSnippets = (file: string, text: string): Array<Snippet> => {
   const lines = text.split("\n")
   const out: Array<Snippet> = []
   let pendingPrelude: { code: string; line: number; endLine: number } | undefined
+  let pendingRun: number | undefined
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!
+    if (runMarker.test(line)) {
+      pendingRun = i + 1
+      continue
+    }
     const prelude = preludeStart.exec(line)
     if (prelude !== null) {
       // <!-- prelude ... --> possibly over several lines
@@ -72,7 +84,10 @@ export const extractSnippets = (file: string, text: string): Array<Snippet> => {
     }
     const open = fenceOpen.exec(line)
     if (open === null) {
-      if (line.trim() !== "") pendingPrelude = undefined
+      if (line.trim() !== "") {
+        pendingPrelude = undefined
+        pendingRun = undefined
+      }
       continue
     }
     const fence = open[2]!
@@ -93,17 +108,22 @@ export const extractSnippets = (file: string, text: string): Array<Snippet> => {
         fenceLine,
         codeLine: fenceLine + 1,
         code: body.join("\n"),
-        prelude: pendingPrelude === undefined ? undefined : { code: pendingPrelude.code, line: pendingPrelude.line }
+        prelude: pendingPrelude === undefined ? undefined : { code: pendingPrelude.code, line: pendingPrelude.line },
+        run: pendingRun !== undefined
       })
     } else if (pendingPrelude !== undefined) {
       throw new Error(`${file}:${pendingPrelude.line}: a prelude comment is followed by a "${lang}" block, not a TypeScript one`)
+    } else if (pendingRun !== undefined) {
+      throw new Error(`${file}:${pendingRun}: a run marker is followed by a "${lang}" block, not a TypeScript one`)
     }
     pendingPrelude = undefined
+    pendingRun = undefined
     i = j
   }
   if (pendingPrelude !== undefined) {
     throw new Error(`${file}:${pendingPrelude.line}: a prelude comment is not followed by a TypeScript block`)
   }
+  if (pendingRun !== undefined) throw new Error(`${file}:${pendingRun}: a run marker is not followed by a TypeScript block`)
   return out
 }
 
