@@ -1,0 +1,71 @@
+/**
+ * The viewer against a session the real CLI wrote: `agentloop run` (in a pipe, against a loopback
+ * server speaking the OpenAI format) saves a session with parallel reads and a call denied for
+ * want of a terminal, then `agentloop view` runs as a process, prints its address, serves the
+ * session (page and JSON), and stops on Ctrl-C (SIGINT).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { writeFileSync } from "node:fs"
+import { join } from "node:path"
+import type { Timeline } from "../src/view/index.ts"
+import { makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
+
+describe("agentloop view on a session written by agentloop run", () => {
+  it("serves the latest session: its turns, lanes, denial, tokens and invariants; exits on SIGINT", async () => {
+    const ws = makeWorkspace()
+    writeFileSync(join(ws, "a.txt"), "content of a\n")
+    writeFileSync(join(ws, "b.txt"), "content of b\n")
+    const server = await scriptServer([
+      {
+        calls: [
+          { id: "r1", name: "read", args: { path: "a.txt" } },
+          { id: "r2", name: "read", args: { path: "b.txt" } },
+          { id: "b1", name: "bash", args: { command: "touch pwned" } }
+        ],
+        usage: { input: 200, output: 20 }
+      },
+      { text: "Both files read; bash was denied.", usage: { input: 260, output: 9, cached: 200 } }
+    ])
+    try {
+      const run = startCli(["run", ...providerFlags(server), "read both files"], { cwd: ws, env: testEnv(ws) })
+      await run.exited
+      const [file] = sessionFiles(ws)
+      assert.isDefined(file, run.output() + run.stderr())
+
+      const view = startCli(["view"], { cwd: ws, env: testEnv(ws) })
+      try {
+        await view.waitFor(/open http:\/\/127\.0\.0\.1:\d+\//)
+        assert.include(view.output(), `agentloop view: ${file}`)
+        const url = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(view.output())![1]!
+
+        const { timeline } = await (await fetch(`${url}api/session`)).json() as { timeline: Timeline }
+        assert.strictEqual(timeline.runs.length, 1)
+        const run1 = timeline.runs[0]!
+        assert.strictEqual(run1.prompt, "read both files")
+        assert.strictEqual(run1.end?.reason, "stop")
+        assert.deepStrictEqual(run1.turns.map((t) => t.lanes.length), [3, 0])
+        const lanes = run1.turns[0]!.lanes
+        assert.deepStrictEqual(lanes.map((l) => [l.name, l.status]), [["read", "ok"], ["read", "ok"], ["bash", "denied"]])
+        assert.deepStrictEqual([lanes[2]!.approval?.decision, lanes[2]!.approval?.by], ["denied", "no-terminal"])
+        for (const lane of lanes.slice(0, 2)) {
+          assert.isTrue(lane.startedAt !== undefined && lane.endedAt !== undefined && lane.endedAt >= lane.startedAt)
+        }
+        // OpenAI counts cached tokens in prompt_tokens; the session keeps them apart.
+        assert.deepStrictEqual([timeline.totals.input, timeline.totals.cacheRead, timeline.totals.output], [260, 200, 29])
+        for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
+        assert.deepStrictEqual(timeline.problems, [])
+
+        const page = await (await fetch(url)).text()
+        assert.strictEqual(page.match(/data-testid="turn"/g)?.length, 2)
+        assert.strictEqual(page.match(/data-testid="lane"/g)?.length, 3)
+        assert.include(page, "✓ Invariants hold")
+      } finally {
+        view.child.kill("SIGINT")
+      }
+      // Ctrl-C interrupts the server's fiber: the process ends by itself, as an interrupted program does.
+      assert.deepStrictEqual(await view.exited, { code: 130, signal: null })
+    } finally {
+      await server.close()
+    }
+  }, 120_000)
+})
