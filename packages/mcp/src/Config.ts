@@ -82,7 +82,8 @@ export const StdioServerEntry = Schema.Struct({
 })
 
 /**
- * One Streamable HTTP entry of `mcpServers`: `{ "url", "headers"?, "type"?: "http" | "streamable-http", "timeoutMs"? }`.
+ * One Streamable HTTP entry of `mcpServers`:
+ * `{ "url", "headers"?, "type"?: "http" | "streamable-http", "timeoutMs"? }`.
  *
  * @since 0.1.0
  * @category schemas

@@ -26,7 +26,21 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import type { Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
-import { Cause, Context, Deferred, Effect, Exit, Fiber, FiberSet, Layer, Queue, Schema, Scope, Semaphore, Stream } from "effect"
+import {
+  Cause,
+  Context,
+  Deferred,
+  Effect,
+  Exit,
+  Fiber,
+  FiberSet,
+  Layer,
+  Queue,
+  Schema,
+  Scope,
+  Semaphore,
+  Stream
+} from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { errorResult, Executor, makeToolExecutor } from "@agentloop/core"
 import type {
@@ -192,7 +206,8 @@ const secretsOf = (config: McpServerConfig): Array<string> => {
   const secrets = Object.values(config.headers ?? {})
   if (URL.canParse(config.url)) {
     const parsed = new URL(config.url)
-    secrets.push(decodeURIComponent(parsed.username), decodeURIComponent(parsed.password), parsed.username, parsed.password)
+    secrets.push(parsed.username, parsed.password)
+    secrets.push(decodeURIComponent(parsed.username), decodeURIComponent(parsed.password))
     for (const value of parsed.searchParams.values()) secrets.push(value)
     if (parsed.search.length > 1) secrets.push(parsed.search.slice(1))
   }
@@ -236,7 +251,8 @@ export const makeMcpTools = (
       const other = prefixes.get(prefix)
       if (other !== undefined) {
         return yield* new McpConfigError({
-          message: `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; rename one`
+          message:
+            `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; rename one`
         })
       }
       prefixes.set(prefix, config.name)
@@ -352,7 +368,10 @@ export const makeMcpTools = (
       }).pipe(
         Effect.catch(() =>
           server.client === client ?
-            Effect.promise(() => client.close().catch(() => undefined)).pipe(Effect.andThen(dropConnection(server, client))) :
+            Effect.andThen(
+              Effect.promise(() => client.close().catch(() => undefined)),
+              dropConnection(server, client)
+            ) :
             Effect.void
         ),
         Effect.asVoid
@@ -423,7 +442,9 @@ export const makeMcpTools = (
 
     /** The server's client, connecting (again) when it has none. */
     const connect = (server: ServerState): Effect.Effect<Client, McpConnectError> =>
-      server.lock.withPermits(1)(Effect.suspend(() => server.client === undefined ? open(server) : Effect.succeed(server.client)))
+      server.lock.withPermits(1)(
+        Effect.suspend(() => server.client === undefined ? open(server) : Effect.succeed(server.client))
+      )
 
     yield* Effect.forEach(states, connect, { concurrency: "unbounded", discard: true })
     current()
@@ -441,6 +462,7 @@ export const makeMcpTools = (
       Effect.gen(function*() {
         const server = entry.server
         const name = server.config.name
+        const secrets = secretsOf(server.config)
         const connected = yield* Effect.result(connect(server))
         if (connected._tag === "Failure") {
           return failure(call, entry, `MCP server "${name}" is not available: ${connected.failure.message}`, {
@@ -484,9 +506,8 @@ export const makeMcpTools = (
             )
           }
           if (error instanceof McpError) {
-            return failure(call, entry, redact(`MCP server "${name}" answered with an error: ${error.message}`, secretsOf(server.config)), {
-              mcpError: { code: error.code }
-            })
+            const text = redact(`MCP server "${name}" answered with an error: ${error.message}`, secrets)
+            return failure(call, entry, text, { mcpError: { code: error.code } })
           }
           if (isZodError(error)) {
             return failure(call, entry, `MCP server "${name}" returned a result that is not a valid MCP tool result.`, {
@@ -498,8 +519,9 @@ export const makeMcpTools = (
             call,
             entry,
             redact(
-              `Lost the connection to MCP server "${name}": ${messageOf(error)} (it is connected again on the next call).`,
-              secretsOf(server.config)
+              `Lost the connection to MCP server "${name}": ${messageOf(error)} ` +
+                "(it is connected again on the next call).",
+              secrets
             ),
             { disconnected: true }
           )

@@ -11,7 +11,7 @@
  * | `resource_link` | `[resource link <name>: <uri> (<mimeType>) <description>]` | `resourceLinks[i]`: the link |
  * | `resource` with `text` | `[resource <uri> (<mimeType>)]` then the text | `resources[i]`: `{ uri, mimeType }` |
  * | `resource` with an `image/*` `blob` | the image | `resources[i]`: `{ uri, mimeType }` |
- * | `resource` with another `blob` | `[resource <uri> (<mimeType>), <n> bytes: details.resources[i]]` | `resources[i]`: `{ uri, mimeType, blob }` |
+ * | `resource`, other `blob` | `[resource <uri> (<mimeType>), <n> bytes: details.resources[i]]` | `resources[i]`+blob |
  * | `structuredContent` | its JSON, only when there is no other content | `structuredContent` |
  * | `isError: true` | an error result | |
  * | `_meta` | | `meta` |

@@ -30,7 +30,12 @@ describe("the mcpServers section", () => {
           args: ["-y", "@modelcontextprotocol/server-everything"],
           env: { A: "1" }
         },
-        { name: "remote", transport: "http", url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer x" } },
+        {
+          name: "remote",
+          transport: "http",
+          url: "https://mcp.example.com/mcp",
+          headers: { Authorization: "Bearer x" }
+        },
         { name: "typed", transport: "http", url: "http://127.0.0.1:3001/mcp", timeoutMs: 30000 },
         { name: "bare", transport: "stdio", command: "my-server", args: [] }
       ])
@@ -97,7 +102,12 @@ describe("the --mcp and --mcp-url flags", () => {
         mcpUrl: ["http://127.0.0.1:3001/mcp", "http://127.0.0.1:3002/mcp"]
       }, ["everything"])
       assert.deepStrictEqual(servers, [
-        { name: "everything_2", transport: "stdio", command: "npx", args: ["-y", "@modelcontextprotocol/server-everything"] },
+        {
+          name: "everything_2",
+          transport: "stdio",
+          command: "npx",
+          args: ["-y", "@modelcontextprotocol/server-everything"]
+        },
         { name: "everything_3", transport: "stdio", command: "node", args: ["everything.js"] },
         { name: "127.0.0.1", transport: "http", url: "http://127.0.0.1:3001/mcp" },
         { name: "127.0.0.1_2", transport: "http", url: "http://127.0.0.1:3002/mcp" }

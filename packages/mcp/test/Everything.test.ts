@@ -96,7 +96,9 @@ const session = (transport: string) =>
 
     assert.isFalse(get("long").isError)
     assert.match(textOf(get("long")), /completed/i)
-    const progress = run.events.flatMap((e) => e.type === "tool_progress" && e.toolCallId === "long" ? [e.progress] : [])
+    const progress = run.events.flatMap((e) =>
+      e.type === "tool_progress" && e.toolCallId === "long" ? [e.progress] : []
+    )
     assert.deepStrictEqual(progress.map((p) => (p as { progress: number }).progress), [1, 2, 3])
     assert.deepStrictEqual(progress.map((p) => (p as { total: number }).total), [3, 3, 3])
 
@@ -178,7 +180,9 @@ describe("a Streamable HTTP server that goes away", { timeout: 30_000 }, () => {
         yield* Effect.gen(function*() {
           const restarted = yield* Deferred.make<void>()
           const live = yield* startWithMcp([
-            turn.toolCalls([toolCall("long", "everything__trigger-long-running-operation", { duration: 20, steps: 20 })]),
+            turn.toolCalls([
+              toolCall("long", "everything__trigger-long-running-operation", { duration: 20, steps: 20 })
+            ]),
             // the model's next turn waits until the server is back
             (request) =>
               Stream.unwrap(Effect.as(
@@ -210,12 +214,14 @@ describe("a Streamable HTTP server that goes away", { timeout: 30_000 }, () => {
         const url = yield* startHttpServer.pipe(Scope.provide(first))
         const tools = yield* Layer.build(serversLayer([{ name: "everything", transport: "http", url }]))
         yield* Effect.gen(function*() {
-          const before = yield* runWithMcp([turn.toolCalls([toolCall("a", "everything__echo", { message: "one" })]), turn.text("ok")])
+          const echo = (id: string, message: string) =>
+            runWithMcp([turn.toolCalls([toolCall(id, "everything__echo", { message })]), turn.text("ok")])
+          const before = yield* echo("a", "one")
           assert.strictEqual(textOf(resultsOf(before.result.messages)[0]!), "Echo: one")
           yield* Scope.close(first, Exit.void)
           yield* startHttpServerOn(Number(new URL(url).port))
           // the old session is unknown to the new server (HTTP 404): the call is sent again on a new one
-          const after = yield* runWithMcp([turn.toolCalls([toolCall("b", "everything__echo", { message: "two" })]), turn.text("ok")])
+          const after = yield* echo("b", "two")
           const [result] = resultsOf(after.result.messages)
           assert.isFalse(result!.isError, textOf(result!))
           assert.strictEqual(textOf(result!), "Echo: two")

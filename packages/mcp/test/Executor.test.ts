@@ -41,7 +41,7 @@ describe("MCP tools with local tools", { timeout: 30_000 }, () => {
       assert.deepStrictEqual(names.map((n) => n.includes("fake__late")), [false, false, true, true])
     }).pipe(Effect.scoped, Effect.provide(serversLayer([fakeServer()]))))
 
-  it.effect("McpTools.tools are core Tools: listed with local tools in toolExecutorLayer, arguments still checked", () =>
+  it.effect("McpTools.tools are core Tools: listed with local tools in toolExecutorLayer, arguments checked", () =>
     Effect.gen(function*() {
       const tools = yield* (yield* McpTools).tools
       const run = yield* runScripted([
@@ -54,14 +54,18 @@ describe("MCP tools with local tools", { timeout: 30_000 }, () => {
       ], { tools: [add, ...tools] })
       assert.deepStrictEqual(run.violations, [])
       const results = resultsOf(run.result.messages)
-      assert.deepStrictEqual(results.slice(0, 2).map((r) => [r.isError, textOf(r)]), [[false, "2"], [false, "echo: snapshot"]])
+      assert.deepStrictEqual(results.slice(0, 2).map((r) => [r.isError, textOf(r)]), [
+        [false, "2"],
+        [false, "echo: snapshot"]
+      ])
       // refused before the server is called (by core's own check of the definition's schema, when it
       // has one, or by the tool's ajv check): either way the message names the field
       assert.isTrue(results[2]!.isError)
       assert.match(textOf(results[2]!), /^Invalid arguments for tool "fake__echo": .*text/)
       // the definitions the model saw are the server's
       const echo = run.requests[0]!.tools.find((t) => t.name === "fake__echo")
-      assert.deepStrictEqual(echo?.parameters, (yield* (yield* McpTools).definitions).find((d) => d.name === "fake__echo")?.parameters)
+      const served = (yield* (yield* McpTools).definitions).find((d) => d.name === "fake__echo")
+      assert.deepStrictEqual(echo?.parameters, served?.parameters)
     }).pipe(Effect.provide(serversLayer([fakeServer()]))))
 
   it.effect("a server tool with the name of a local tool fails the layer", () =>
@@ -85,7 +89,9 @@ describe("MCP tools with local tools", { timeout: 30_000 }, () => {
           const executor = yield* Executor
           return executor.definitions.filter((d) => d.readOnly === true).map((d) => d.name)
         }).pipe(
-          Effect.provide(mcpToolsLayer([fakeServer()], { trustAnnotations: trust }).pipe(Layer.provide(NodeServices.layer)))
+          Effect.provide(
+            mcpToolsLayer([fakeServer()], { trustAnnotations: trust }).pipe(Layer.provide(NodeServices.layer))
+          )
         )
       assert.deepStrictEqual(yield* readOnly(true), ["fake__echo"])
       assert.deepStrictEqual(yield* readOnly(false), [])

@@ -15,7 +15,12 @@ const root = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-mcp-fs-")))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 const filesystem = serversLayer([
-  { name: "files", transport: "stdio", command: node, args: [serverBin("@modelcontextprotocol/server-filesystem"), root] }
+  {
+    name: "files",
+    transport: "stdio",
+    command: node,
+    args: [serverBin("@modelcontextprotocol/server-filesystem"), root]
+  }
 ])
 
 describe("server-filesystem confined to a temporary directory", { timeout: 30_000 }, () => {
@@ -34,7 +39,9 @@ describe("server-filesystem confined to a temporary directory", { timeout: 30_00
             toolCall("x", "files__read_text_file", { path: "/etc/hostname" }),
             toolCall("v", "files__read_multiple_files", { paths: [] })
           ]),
-          turn.toolCalls([toolCall("m", "files__move_file", { source: notes, destination: join(root, "sub", "n.txt") })]),
+          turn.toolCalls([
+            toolCall("m", "files__move_file", { source: notes, destination: join(root, "sub", "n.txt") })
+          ]),
           turn.toolCalls([
             toolCall("l", "files__list_directory", { path: join(root, "sub") }),
             toolCall("i", "files__get_file_info", { path: join(root, "sub", "n.txt") }),

@@ -27,7 +27,12 @@ const callDirect = (name: string, args: Record<string, unknown> = {}) =>
     const mcp = yield* McpTools
     return yield* mcp.executor.execute(
       { type: "toolCall", id: `direct-${name}`, name, arguments: args },
-      { signal: new AbortController().signal, reportProgress: () => Effect.void, toolCallId: `direct-${name}`, toolName: name }
+      {
+        signal: new AbortController().signal,
+        reportProgress: () => Effect.void,
+        toolCallId: `direct-${name}`,
+        toolName: name
+      }
     )
   })
 
@@ -151,7 +156,10 @@ describe("a misbehaving server, shared by the tests of this block", { timeout: 3
 
     it.effect("a flood of progress notifications becomes tool_progress events and the call still ends", () =>
       Effect.gen(function*() {
-        const run = yield* runWithMcp([turn.toolCalls([toolCall("f", "fake__flood", { count: 5000 })]), turn.text("done")])
+        const run = yield* runWithMcp([
+          turn.toolCalls([toolCall("f", "fake__flood", { count: 5000 })]),
+          turn.text("done")
+        ])
         assert.strictEqual(textOf(resultsOf(run.result.messages)[0]!), "flooded 5000")
         const progress = run.events.flatMap((e) => e.type === "tool_progress" ? [e] : [])
         assert.isAbove(progress.length, 0)
@@ -290,6 +298,9 @@ describe("a server of one's own per test", { timeout: 30_000 }, () => {
       const exit = yield* Effect.exit(Layer.build(serversLayer([fakeServer("my.server"), fakeServer("my server")])))
       const error = Exit.isFailure(exit) ? exit.cause.reasons.find((r) => r._tag === "Fail")?.error : undefined
       assert.strictEqual((error as { _tag: string })._tag, "McpConfigError")
-      assert.match((error as Error).message, /"my\.server" and "my server" would both name their tools "my_server__…"/)
+      assert.match(
+        (error as Error).message,
+        /"my\.server" and "my server" would both name their tools "my_server__…"/
+      )
     }).pipe(Effect.scoped))
 })
