@@ -4,12 +4,13 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option, Schedule, Schema } from "effect"
+import { Clock, Effect, Option, Schedule, Schema } from "effect"
 import { DurableDeferred, WorkflowEngine } from "effect/workflow"
 import { prepareTranscript } from "@agentloop/core"
 import type { AgentRunResult, ApprovalAnswer, Message, UserMessage } from "@agentloop/core"
 import { DurableAgentRun } from "./DurableRun.ts"
 import { DurableStore } from "./DurableStore.ts"
+import type { DurableStoreError } from "./DurableStore.ts"
 
 /**
  * A run that cannot start: what is wrong with its input.
@@ -53,8 +54,9 @@ export const executionIdOf = (runId: string): Effect.Effect<string> =>
  */
 export const startRun = (
   options: DurableRunOptions
-): Effect.Effect<string, DurableRunInputError, WorkflowEngine.WorkflowEngine> =>
-  Effect.flatMap(checkOptions(options), (payload) => DurableAgentRun.execute(payload, { discard: true }))
+): Effect.Effect<string, DurableRunInputError | DurableStoreError, WorkflowEngine.WorkflowEngine | DurableStore> =>
+  Effect.flatMap(checkOptions(options), (payload) =>
+    Effect.andThen(register(payload.runId), DurableAgentRun.execute(payload, { discard: true })))
 
 /**
  * Starts a run (or joins it) and waits for its result.
@@ -64,8 +66,54 @@ export const startRun = (
  */
 export const runDurable = (
   options: DurableRunOptions
-): Effect.Effect<AgentRunResult, DurableRunInputError, WorkflowEngine.WorkflowEngine> =>
-  Effect.flatMap(checkOptions(options), (payload) => DurableAgentRun.execute(payload))
+): Effect.Effect<AgentRunResult, DurableRunInputError | DurableStoreError, WorkflowEngine.WorkflowEngine | DurableStore> =>
+  Effect.flatMap(checkOptions(options), (payload) =>
+    Effect.andThen(register(payload.runId), DurableAgentRun.execute(payload)))
+
+const register = (runId: string) =>
+  Effect.flatMap(DurableStore, (store) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => store.register(runId, now)))
+
+/**
+ * Where a run is: `running` (or not picked up by a runner yet), `waiting` (suspended: an
+ * approval, a durable timer), `ended` (with its reason).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface DurableRunStatus {
+  readonly runId: string
+  readonly startedAt: number
+  readonly state: "running" | "waiting" | "ended"
+  readonly reason?: AgentRunResult["reason"] | undefined
+  readonly steps?: number | undefined
+}
+
+/**
+ * Every run started through this store, oldest first, with its state.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const listRuns = (): Effect.Effect<
+  ReadonlyArray<DurableRunStatus>,
+  DurableStoreError,
+  WorkflowEngine.WorkflowEngine | DurableStore
+> =>
+  Effect.gen(function*() {
+    const store = yield* DurableStore
+    const runs = yield* store.runs
+    return yield* Effect.forEach(runs, ({ runId, startedAt }) =>
+      Effect.gen(function*() {
+        const polled = yield* DurableAgentRun.poll(yield* executionIdOf(runId))
+        if (Option.isNone(polled)) return { runId, startedAt, state: "running" as const }
+        if (polled.value._tag === "Suspended") return { runId, startedAt, state: "waiting" as const }
+        const exit = polled.value.exit
+        return exit._tag === "Success" ?
+          { runId, startedAt, state: "ended" as const, reason: exit.value.reason, steps: exit.value.steps } :
+          { runId, startedAt, state: "ended" as const, reason: "error" as const }
+      }))
+  })
 
 const checkOptions = (options: DurableRunOptions) =>
   Effect.gen(function*() {

@@ -1,7 +1,7 @@
 /**
  * What durable runs keep beside the workflow journal: start markers of tool calls (so a call
- * that was running when its process died is known as such) and the inbox of steering and
- * follow-up messages sent from any process.
+ * that was running when its process died is known as such), the inbox of steering and
+ * follow-up messages sent from any process, and the list of runs started.
  *
  * @since 0.1.0
  */
@@ -38,6 +38,10 @@ export class DurableStore extends Context.Service<DurableStore, {
     kind: InboxKind,
     from: number
   ) => Effect.Effect<ReadonlyArray<UserMessage>, DurableStoreError>
+  /** Records that a run was started (once per run id; `startedAt` in epoch milliseconds). */
+  readonly register: (runId: string, startedAt: number) => Effect.Effect<void, DurableStoreError>
+  /** Every run recorded, oldest first. */
+  readonly runs: Effect.Effect<ReadonlyArray<{ readonly runId: string; readonly startedAt: number }>, DurableStoreError>
 }>()("@agentloop/durable/DurableStore") {}
 
 /**
@@ -49,7 +53,10 @@ export class DurableStore extends Context.Service<DurableStore, {
 export const memoryStoreLayer: Layer.Layer<DurableStore> = Layer.sync(DurableStore)(() => {
   const starts = new Set<string>()
   const inbox = new Map<string, Array<UserMessage>>()
+  const runs = new Map<string, number>()
   return DurableStore.of({
+    register: (runId, startedAt) => Effect.sync(() => void (runs.has(runId) || runs.set(runId, startedAt))),
+    runs: Effect.sync(() => [...runs].map(([runId, startedAt]) => ({ runId, startedAt }))),
     claimStart: (key) =>
       Effect.sync(() => {
         if (starts.has(key)) return false
@@ -95,7 +102,20 @@ export const sqlStoreLayer: Layer.Layer<DurableStore, DurableStoreError, SqlClie
       `create table if not exists agentloop_inbox (seq ${serial}, run_id varchar(512) not null, ` +
         "kind varchar(16) not null, message text not null)"
     ).pipe(Effect.mapError(fail("creating agentloop_inbox")))
+    yield* sql.unsafe(
+      "create table if not exists agentloop_runs (run_id varchar(512) primary key, started_at bigint not null)"
+    ).pipe(Effect.mapError(fail("creating agentloop_runs")))
     return DurableStore.of({
+      register: (runId, startedAt) =>
+        sql`insert into agentloop_runs (run_id, started_at) values (${runId}, ${startedAt}) on conflict do nothing`.pipe(
+          Effect.asVoid,
+          Effect.mapError(fail("recording a run"))
+        ),
+      runs: sql<{ run_id: string; started_at: number | string }>`select run_id, started_at from agentloop_runs
+        order by started_at, run_id`.pipe(
+        Effect.map((rows) => rows.map((row) => ({ runId: row.run_id, startedAt: Number(row.started_at) }))),
+        Effect.mapError(fail("listing runs"))
+      ),
       claimStart: (key) =>
         sql<{ call_key: string }>`insert into agentloop_call_starts (call_key) values (${key})
           on conflict do nothing returning call_key`.pipe(

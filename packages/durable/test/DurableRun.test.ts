@@ -10,6 +10,7 @@ import {
   DurableStore,
   followUp,
   idempotencyKeyOf,
+  listRuns,
   runDurable,
   startRun,
   steer
@@ -157,6 +158,22 @@ describe("approvals", () => {
       assert.deepStrictEqual(yield* probe.executedIds, ["r1", "r2"]) // r1 and r2 ran once each across replays
       assert.strictEqual((yield* h.model.requests).length, 3) // no turn ran twice
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("listRuns shows each run started and where it is: waiting for an approval, then ended", () =>
+    Effect.gen(function*() {
+      const h = yield* makeHarness([turn.toolCalls([toolCall("w1", "write")]), turn.text("done")], [echoTool("write")], {
+        policy: () => ask
+      })
+      const fiber = yield* runDurable({ runId: "ls", messages: [user("go")] }).pipe(h.provide, Effect.forkChild)
+      yield* h.awaitEvent((e) => e.event.type === "approval_request")
+      yield* settle
+      const waiting = yield* listRuns().pipe(h.provide)
+      assert.deepStrictEqual(waiting.map((r) => [r.runId, r.state]), [["ls", "waiting"]])
+      yield* approve("ls", "w1", { approved: true }).pipe(h.provide)
+      yield* Fiber.join(fiber)
+      const ended = yield* listRuns().pipe(h.provide)
+      assert.deepStrictEqual(ended.map((r) => [r.runId, r.state, r.reason, r.steps]), [["ls", "ended", "stop", 2]])
     }))
 
   it.effect("a denial and a deny policy answer the call denied; the tool never runs", () =>
