@@ -6,10 +6,22 @@
  *
  * @since 0.1.0
  */
-import { Cause, Duration, Exit } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
+import type { ExecutorShape, ToolContext } from "./Executor.ts"
+import type { LoopEvent } from "./LoopEvent.ts"
 import type { ToolCall, ToolResultMessage } from "./Message.ts"
 import type { ToolDefinition } from "./Model.ts"
 import { describeCause } from "./internal/common.ts"
+
+export {
+  /**
+   * Readable text for the failures and defects of a cause: messages, never stacks.
+   *
+   * @since 0.1.0
+   * @category batch
+   */
+  describeCause
+}
 import { checkToolResult, errorResult, skippedResult } from "./Transcript.ts"
 
 /**
@@ -96,3 +108,66 @@ export const resultOfExit = (call: ToolCall, exit: Exit.Exit<unknown, unknown>):
   }
   return interruptedResult(call)
 }
+
+/**
+ * Runs one call through an executor and answers it, whatever happens: the call gets its own
+ * `AbortSignal` (fired before the tool's own interrupt finalizers), its progress becomes
+ * `tool_progress` events (ignored once it ended), a `timeout` stops it with the timed-out result,
+ * and a failure, defect or interruption becomes an error result (see `resultOfExit`). `extra`
+ * adds fields to the tool's context (a durable engine's `idempotencyKey`).
+ *
+ * @since 0.1.0
+ * @category batch
+ */
+export const runToolCall = (
+  executor: ExecutorShape,
+  call: ToolCall,
+  emit: (event: LoopEvent) => Effect.Effect<void>,
+  timeout: Duration.Duration | undefined,
+  extra?: { readonly idempotencyKey?: string }
+): Effect.Effect<ToolResultMessage> =>
+  Effect.suspend(() => {
+    const controller = new AbortController()
+    let ended = false
+    const context: ToolContext = {
+      signal: controller.signal,
+      toolCallId: call.id,
+      toolName: call.name,
+      ...(extra?.idempotencyKey === undefined ? {} : { idempotencyKey: extra.idempotencyKey }),
+      reportProgress: (progress) =>
+        Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress }))
+    }
+    const started = Effect.suspend(() => {
+      const effect: unknown = executor.execute(call, context)
+      return Effect.isEffect(effect) ?
+        effect as Effect.Effect<unknown, unknown> :
+        Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
+    })
+    // The call runs in a fiber of its own so that, when it is interrupted (abort, timeout, the
+    // run's interruption), its `AbortSignal` fires *before* the tool's own interrupt finalizers
+    // run: a tool's cleanup can rely on the signal having fired (a child process told to stop, a
+    // request cancelled), as it would with an AbortSignal-driven API.
+    const execution = Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.forkChild(restore(started), { startImmediately: true }),
+        (fiber) =>
+          Effect.onInterrupt(
+            restore(Fiber.join(fiber)),
+            () => Effect.andThen(Effect.sync(() => controller.abort()), Fiber.interrupt(fiber))
+          )
+      )
+    )
+    const limited = timeout === undefined ?
+      Effect.map(Effect.exit(execution), (exit) => resultOfExit(call, exit)) :
+      Effect.map(
+        Effect.exit(Effect.timeoutOption(execution, timeout)),
+        (exit) =>
+          Exit.isSuccess(exit) && Option.isNone(exit.value) ?
+            timedOutResult(call, timeout) :
+            resultOfExit(call, Exit.map(exit, (o) => Option.getOrUndefined(o as Option.Option<unknown>)))
+      )
+    return Effect.map(limited, (result) => {
+      ended = true
+      return result
+    })
+  })

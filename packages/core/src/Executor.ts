@@ -21,6 +21,9 @@ const AbortSignalSchema = Schema.declare((u: unknown): u is AbortSignal => u ins
  * - `reportProgress(p)` becomes a `tool_progress` event for this call; calls after the call ended
  *   are ignored.
  * - `toolCallId` and `toolName` identify the call (additions to the SPEC §7 shape).
+ * - `idempotencyKey`, when the engine gives one, is the same every time this very call is run
+ *   (a durable engine runs a call again after a crash: a tool with outside effects can use the key
+ *   to do them once). The in-memory loop runs a call once and gives none.
  *
  * @since 0.1.0
  * @category schemas
@@ -32,7 +35,8 @@ export const ToolContext = Schema.Struct({
     { expected: "a function" }
   ),
   toolCallId: Schema.String,
-  toolName: Schema.String
+  toolName: Schema.String,
+  idempotencyKey: Schema.optionalKey(Schema.String)
 })
 /**
  * @since 0.1.0
@@ -51,6 +55,11 @@ export type ToolContext = typeof ToolContext.Type
  * @category services
  */
 export interface ExecutorShape {
+  /**
+   * The tools offered to the model. May change between turns (an MCP server whose tools changed):
+   * the loop reads it once per model request, uses that array for the request and for the batch
+   * that follows, and never reads it during a batch.
+   */
   readonly definitions: ReadonlyArray<ToolDefinition>
   execute(call: ToolCall, context: ToolContext): Effect.Effect<ToolResultMessage, ToolError>
 }

@@ -45,6 +45,11 @@ export const LoopEvent = Schema.Union([
   Schema.Struct({
     type: Schema.Literal("approval_request"),
     call: ToolCall,
+    /**
+     * A serializable id for this request, to answer it by id: the call's id in an in-memory run
+     * (unique within the run), `<runId>/<callId>` in a durable one.
+     */
+    id: Schema.optionalKey(Schema.String),
     answer: Schema.declare((u: unknown): u is Deferred.Deferred<ApprovalAnswer> => Deferred.isDeferred(u), {
       expected: "a Deferred<ApprovalAnswer>"
     })

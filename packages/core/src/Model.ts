@@ -32,7 +32,10 @@ export type JsonSchemaObject = typeof JsonSchemaObject.Type
  * - `exclusive`: the call runs alone, in call order: calls before it in the same message finish
  *   first, calls after it start after it (for tools that write: no write races a read);
  * - `timeoutMs`: a call still running after this long is interrupted and answered with an error
- *   saying so (overrides the run's default `ToolTimeout`).
+ *   saying so (overrides the run's default `ToolTimeout`);
+ * - `atMostOnce`: for engines that run a call again after a crash (durable runs): a call that was
+ *   running when its process died is answered with the interrupted result instead of running
+ *   again. The in-memory loop runs every call at most once anyway.
  *
  * @since 0.1.0
  * @category schemas
@@ -43,7 +46,8 @@ export const ToolDefinition = Schema.Struct({
   parameters: JsonSchemaObject,
   readOnly: Schema.optionalKey(Schema.Boolean),
   exclusive: Schema.optionalKey(Schema.Boolean),
-  timeoutMs: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThan(0)))
+  timeoutMs: Schema.optionalKey(Schema.Finite.check(Schema.isGreaterThan(0))),
+  atMostOnce: Schema.optionalKey(Schema.Boolean)
 })
 /**
  * @since 0.1.0

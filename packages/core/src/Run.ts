@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import { Duration, Effect, Option, Queue, Schema } from "effect"
+import { ModelErrorReason } from "./Errors.ts"
 import { AbortSignalSchema } from "./Executor.ts"
 import { RunReason } from "./LoopEvent.ts"
 import { Message, Usage, UserMessage } from "./Message.ts"
@@ -100,6 +101,11 @@ export const AgentRunResult = Schema.Struct({
   steps: Schema.Int,
   reason: RunReason,
   error: Schema.optionalKey(Schema.String),
+  /**
+   * Why the model failed, when the run ended on a typed `ModelError` that says (`auth`,
+   * `rate_limit`, `context_length`, ...): lets a caller tell a rate limit from a bad key.
+   */
+  errorReason: Schema.optionalKey(ModelErrorReason),
   /** Token usage summed over the run's turns (present when any turn reported usage). */
   usage: Schema.optionalKey(Usage)
 })

@@ -188,8 +188,10 @@ export const defineTool = <A, R = never>(config: {
   readonly exclusive?: boolean | undefined
   /** A call still running after this many milliseconds is stopped with a timeout error. */
   readonly timeoutMs?: number | undefined
+  /** Never run a call twice, even after a crash of a durable run (see `ToolDefinition`). */
+  readonly atMostOnce?: boolean | undefined
 }): Tool<A, R> => {
-  const { readOnly, exclusive, timeoutMs, ...tool } = config
+  const { atMostOnce, readOnly, exclusive, timeoutMs, ...tool } = config
   if (tool.name.length === 0) throw new Error("agentloop: a tool needs a non-empty name")
   if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
     throw new Error(`agentloop: the timeoutMs of tool "${tool.name}" must be a positive number of milliseconds`)
@@ -202,7 +204,8 @@ export const defineTool = <A, R = never>(config: {
       parameters: parametersJsonSchema(tool.name, tool.parameters),
       ...(readOnly === undefined ? {} : { readOnly }),
       ...(exclusive === undefined ? {} : { exclusive }),
-      ...(timeoutMs === undefined ? {} : { timeoutMs })
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(atMostOnce === undefined ? {} : { atMostOnce })
     }
   }
 }

@@ -25,6 +25,7 @@ export * from "./Run.ts"
 export * from "./Tool.ts"
 export * from "./ToolExecution.ts"
 export * from "./Transcript.ts"
+export * from "./Turn.ts"
 export * from "./Persistence.ts"
 
 /**

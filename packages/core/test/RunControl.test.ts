@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Fiber, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
-import { ask, callbackSinkLayer, defineTool, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import { ask, callbackSinkLayer, defineTool, Executor, makeToolExecutor, ModelError, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { LoopEvent, ToolContext } from "@agentloop/core"
 import {
   assistant,
@@ -225,4 +225,85 @@ describe("namespaces for names that collide", () => {
     assert.deepStrictEqual(testkit.Script.user("hi"), testkit.user("hi"))
     assert.strictEqual(testkit.Script.turn, testkit.turn)
   })
+})
+
+describe("what a caller learns from the result and the events", () => {
+  it.effect("a run ended by a typed ModelError carries its reason (a rate limit is not a bad key)", () =>
+    Effect.gen(function*() {
+      const run = yield* startScripted(
+        [turn.failing(new ModelError({ message: "slow down", reason: "rate_limit", status: 429 }))],
+        { tools: [] }
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "error")
+      assert.strictEqual(result.errorReason, "rate_limit")
+      const plain = yield* startScripted([turn.failing("no reason given")], { tools: [] })
+      assert.isFalse("errorReason" in (yield* plain.finish).result)
+    }))
+
+  it.effect("an approval request carries a serializable id (the call's id in an in-memory run)", () =>
+    Effect.gen(function*() {
+      const ids: Array<string | undefined> = []
+      const run = yield* startScripted([turn.toolCalls([toolCall("a", "echo")]), turn.text("ok")], {
+        tools: [echoTool("echo")],
+        policy: () => ask,
+        onEvent: (event) => {
+          if (event.type !== "approval_request") return
+          ids.push(event.id)
+          Deferred.doneUnsafe(event.answer, Effect.succeed({ approved: true }))
+        }
+      })
+      yield* run.finish
+      assert.deepStrictEqual(ids, ["a"])
+    }))
+})
+
+describe("tool definitions that change between turns", () => {
+  it.effect("are read once per turn: the next request offers the new tools and the batch uses their traits", () =>
+    Effect.gen(function*() {
+      const echo = echoTool("echo")
+      const later = { ...echoTool("later"), definition: { ...echoTool("later").definition, exclusive: true } }
+      let offered: ReadonlyArray<typeof echo.definition> = [echo.definition]
+      const inner = yield* makeToolExecutor([echo, later])
+      const executor = Layer.succeed(Executor, Executor.of({
+        get definitions() {
+          return offered
+        },
+        execute: (call, context) => {
+          offered = [echo.definition, later.definition] // changes during the batch: not seen until the next turn
+          return inner.execute(call, context)
+        }
+      }))
+      const run = yield* startScripted(
+        [turn.toolCalls([toolCall("a", "echo")]), turn.toolCalls([toolCall("b", "later")]), turn.text("ok")],
+        { executor }
+      )
+      const { requests, result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(requests.map((r) => r.tools.map((t) => t.name)), [["echo"], ["echo", "later"], ["echo", "later"]])
+    }))
+
+  it.effect("new definitions that are invalid end the run with an error naming them", () =>
+    Effect.gen(function*() {
+      const echo = echoTool("echo")
+      let offered: ReadonlyArray<typeof echo.definition> = [echo.definition]
+      const inner = yield* makeToolExecutor([echo])
+      const executor = Layer.succeed(Executor, Executor.of({
+        get definitions() {
+          return offered
+        },
+        execute: (call, context) => {
+          offered = [echo.definition, echo.definition]
+          return inner.execute(call, context)
+        }
+      }))
+      const run = yield* startScripted([turn.toolCalls([toolCall("a", "echo")]), turn.text("never")], { executor })
+      const { requests, result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "error")
+      assert.match(result.error ?? "", /echo/)
+      assert.strictEqual(requests.length, 1)
+    }))
 })

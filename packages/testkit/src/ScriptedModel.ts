@@ -119,11 +119,11 @@ export const turn = {
     ]),
   /** Exactly these events (no `done` is added). */
   events: (events: ReadonlyArray<unknown>): ScriptedTurn => fixed(events as ReadonlyArray<ModelEvent>),
-  /** Some text deltas, then a typed `ModelError`. */
-  failing: (message: string, pieces: ReadonlyArray<string> = []): ScriptedTurn => () =>
+  /** Some text deltas, then a typed `ModelError` (a message, or a whole error with its `reason`). */
+  failing: (error: string | ModelError, pieces: ReadonlyArray<string> = []): ScriptedTurn => () =>
     Stream.concat(
       Stream.fromIterable(pieces.map((delta): ModelEvent => ({ type: "text_delta", delta }))),
-      Stream.fail(new ModelError({ message }))
+      Stream.fail(typeof error === "string" ? new ModelError({ message: error }) : error)
     ),
   /** Some text deltas, then a defect. */
   dying: (defect: unknown, pieces: ReadonlyArray<string> = []): ScriptedTurn => () =>

@@ -93,11 +93,13 @@ export const startScripted = (
   script: ReadonlyArray<ScriptedTurn>,
   setup: {
     readonly tools?: ReadonlyArray<AnyTool>
+    /** An executor of your own (instead of `tools`), e.g. MCP tools or a custom executor. */
+    readonly executor?: Layer.Layer<Executor>
     readonly onEvent?: (event: LoopEvent) => void
   } & Partial<AgentLoopOptions> = {}
 ): Effect.Effect<LiveScriptedRun> =>
   Effect.gen(function*() {
-    const { tools, onEvent, ...options } = setup
+    const { executor, tools, onEvent, ...options } = setup
     const model = yield* makeScriptedModel(script)
     const events: Array<LoopEvent> = []
     const waiters: Array<{ readonly test: (event: LoopEvent) => boolean; readonly done: Deferred.Deferred<void> }> = []
@@ -115,7 +117,7 @@ export const startScripted = (
       })
     const input = options.messages ?? [user("go")]
     const fiber = yield* runAgentLoop({ ...options, messages: input }).pipe(
-      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer(tools ?? []) as Layer.Layer<Executor>)),
+      Effect.provide(Layer.mergeAll(model.layer, sink, executor ?? toolExecutorLayer(tools ?? []) as Layer.Layer<Executor>)),
       Effect.forkChild
     )
     const check = (result?: AgentRunResult) =>

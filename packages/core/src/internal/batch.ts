@@ -11,9 +11,9 @@
  *   finalizer answers every call left (interrupted, or skipped when it never started) before
  *   anything else can look at the results.
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Option } from "effect"
-import { batchStages, deniedResult, interruptedResult, resultOfExit, timedOutResult } from "../Batch.ts"
-import type { ExecutorShape, ToolContext } from "../Executor.ts"
+import { Deferred, Duration, Effect, Option } from "effect"
+import { batchStages, deniedResult, interruptedResult, runToolCall } from "../Batch.ts"
+import type { ExecutorShape } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
 import { decide } from "../Policy.ts"
@@ -30,7 +30,8 @@ export interface BatchSettings {
   readonly policy: ToolPolicy | undefined
   /** Answers given with `always: true`, by tool name, for the whole run. */
   readonly remembered: Map<string, ApprovalAnswer>
-  readonly definitions: ReadonlyMap<string, ToolDefinition>
+  /** The executor's definitions by name, as read for the current turn. */
+  definitions: ReadonlyMap<string, ToolDefinition>
   readonly concurrency: number | "unbounded"
   readonly defaultTimeout: Duration.Input | undefined
   /** How long an `ask` waits for its answer before the call is denied ("approval timed out"). */
@@ -38,58 +39,6 @@ export interface BatchSettings {
   /** Make a span per call (a tracing backend is installed). */
   readonly traced: boolean
 }
-
-/** Runs one call through the executor, with its own `AbortSignal` and progress reporting. */
-const runCall = (
-  executor: ExecutorShape,
-  call: ToolCall,
-  emit: Emit,
-  timeout: Duration.Duration | undefined
-): Effect.Effect<ToolResultMessage> =>
-  Effect.suspend(() => {
-    const controller = new AbortController()
-    let ended = false
-    const context: ToolContext = {
-      signal: controller.signal,
-      toolCallId: call.id,
-      toolName: call.name,
-      reportProgress: (progress) =>
-        Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress }))
-    }
-    const started = Effect.suspend(() => {
-      const effect: unknown = executor.execute(call, context)
-      return Effect.isEffect(effect) ?
-        effect as Effect.Effect<unknown, unknown> :
-        Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
-    })
-    // The call runs in a fiber of its own so that, when it is interrupted (abort, timeout, the
-    // run's interruption), its `AbortSignal` fires *before* the tool's own interrupt finalizers
-    // run: a tool's cleanup can rely on the signal having fired (a child process told to stop, a
-    // request cancelled), as it would with an AbortSignal-driven API.
-    const execution = Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(
-        Effect.forkChild(restore(started), { startImmediately: true }),
-        (fiber) =>
-          Effect.onInterrupt(
-            restore(Fiber.join(fiber)),
-            () => Effect.andThen(Effect.sync(() => controller.abort()), Fiber.interrupt(fiber))
-          )
-      )
-    )
-    const limited = timeout === undefined ?
-      Effect.map(Effect.exit(execution), (exit) => resultOfExit(call, exit)) :
-      Effect.map(
-        Effect.exit(Effect.timeoutOption(execution, timeout)),
-        (exit) =>
-          Exit.isSuccess(exit) && Option.isNone(exit.value) ?
-            timedOutResult(call, timeout) :
-            resultOfExit(call, Exit.map(exit, (o) => Option.getOrUndefined(o as Option.Option<unknown>)))
-      )
-    return Effect.map(limited, (result) => {
-      ended = true
-      return result
-    })
-  })
 
 /** The call's span, `agentloop.tool`, with its outcome. */
 const traceCall = (call: ToolCall, ran: Effect.Effect<ToolResultMessage>) =>
@@ -137,7 +86,7 @@ export const runBatch = (
               Deferred.await(answer)
             )
         )
-        return emit({ type: "approval_request", call, answer }).pipe(
+        return emit({ type: "approval_request", call, id: call.id, answer }).pipe(
           Effect.andThen(awaited),
           Effect.tap((given) => Effect.sync(() => given.always === true && remembered.set(call.name, given)))
         )
@@ -154,7 +103,7 @@ export const runBatch = (
         started[index] = true
         const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
         const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
-        const ran = Effect.andThen(emit({ type: "tool_start", call }), runCall(executor, call, emit, timeout))
+        const ran = Effect.andThen(emit({ type: "tool_start", call }), runToolCall(executor, call, emit, timeout))
         return Effect.flatMap(settings.traced ? traceCall(call, ran) : ran, (result) => finish(index, result))
       })
     })

@@ -196,6 +196,7 @@ export const isToolDefinitionsFast = (u: unknown): u is ReadonlyArray<ToolDefini
         !isObject(d) || !isNonEmptyString(d.name) || typeof d.description !== "string" || !isObject(d.parameters) ||
         !(typeof d["readOnly"] === "boolean" || !("readOnly" in d)) ||
         !(typeof d["exclusive"] === "boolean" || !("exclusive" in d)) ||
+        !(typeof d["atMostOnce"] === "boolean" || !("atMostOnce" in d)) ||
         !((typeof d["timeoutMs"] === "number" && Number.isFinite(d["timeoutMs"]) && d["timeoutMs"] > 0) ||
           !("timeoutMs" in d))
       ) return false

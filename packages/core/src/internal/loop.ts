@@ -5,33 +5,31 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Channel, Duration, Effect, Exit, Fiber, Option, Queue, Schema, Tracer } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Option, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
-import type { ModelError } from "../Errors.ts"
 import { Executor } from "../Executor.ts"
 import type { ExecutorShape } from "../Executor.ts"
-import type { LoopEvent, RunReason } from "../LoopEvent.ts"
+import type { LoopEvent } from "../LoopEvent.ts"
 import { Message, toolCallsOf, UserMessage as UserMessageSchema } from "../Message.ts"
-import type { AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage } from "../Message.ts"
+import type { ToolCall, ToolResultMessage, Usage, UserMessage } from "../Message.ts"
 import { Model, ToolDefinition } from "../Model.ts"
-import type { ModelEvent, ModelRequest } from "../Model.ts"
+import type { ModelRequest } from "../Model.ts"
 import { DEFAULT_MAX_STEPS, RunSettings } from "../Run.ts"
 import type { AgentLoopOptions, AgentRunResult } from "../Run.ts"
 import type { ApprovalAnswer } from "../Policy.ts"
 import { ToolConcurrency, ToolTimeout } from "../ToolExecution.ts"
-import { checkAssistantMessage, pairingViolations, prepareTranscript, skippedResult } from "../Transcript.ts"
+import { pairingViolations, prepareTranscript, skippedResult } from "../Transcript.ts"
+import { streamTurn } from "../Turn.ts"
+import type { TurnEnding } from "../Turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
-import { awaitAbort, describeCause } from "./common.ts"
+import { describeCause } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
 
 /** How the run ended, before it is turned into the result and the `turn_end` event. */
-interface Outcome {
-  readonly reason: RunReason
-  readonly error?: string | undefined
-}
+type Outcome = TurnEnding
 
 /**
  * The run's mutable state. The transcript array never leaves the run: callers get copies.
@@ -75,9 +73,6 @@ const closeTranscript = (state: RunState, emit: Emit): Effect.Effect<void> =>
     return Effect.forEach(results, (result) => emit({ type: "tool_end", result }), { discard: true })
   })
 
-/** Ends a channel's `runForEach` normally, from inside its callback. */
-const halt = Cause.done()
-
 const onSinkFailure = (event: LoopEvent) => (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
   Cause.hasInterruptsOnly(cause) ?
     Effect.failCause(cause) as Effect.Effect<never> :
@@ -98,71 +93,6 @@ export const guardSink = (sink: typeof EventSink.Service): Emit => (event) => {
     return onSinkFailure(event)(Cause.die(defect))
   }
   return Effect.catchCause(effect, onSinkFailure(event))
-}
-
-// -----------------------------------------------------------------------------
-// One model turn
-// -----------------------------------------------------------------------------
-
-type TurnOutcome =
-  | { readonly _tag: "Message"; readonly message: AssistantMessage }
-  | { readonly _tag: "Ended"; readonly outcome: Outcome }
-
-const streamTurn = (
-  model: typeof Model.Service,
-  request: ModelRequest,
-  emit: Emit,
-  signal: AbortSignal | undefined
-): Effect.Effect<TurnOutcome> => {
-  let final: { readonly message: unknown } | undefined
-  // Every chunk's events are emitted in order until the first `done`, which ends the stream (the
-  // upstream is not pulled again: `halt` is the channel's own end-of-stream signal). Consumed at
-  // the channel level, without a `Stream.takeUntil` stage and a per-element `Stream.runForEach`
-  // (about a microsecond per turn and a tenth per event), and without a loop for the one-event
-  // chunks of a source that delivers events one at a time.
-  const body = (event: ModelEvent): Effect.Effect<void, Cause.Done> => {
-    if (event.type === "done") {
-      final = { message: event.message }
-      return halt
-    }
-    return emit({ type: "model_event", event })
-  }
-  const consume = Effect.suspend(() =>
-    Channel.runForEach(model.stream(request).channel, (chunk): Effect.Effect<void, Cause.Done> => {
-      if (chunk.length === 1) return body(chunk[0]!)
-      let i = 0
-      return Effect.flatMap(
-        Effect.whileLoop({
-          while: () => final === undefined && i < chunk.length,
-          body: () => body(chunk[i++]!),
-          step: () => {}
-        }),
-        () => final === undefined ? Effect.void : halt
-      )
-    })
-  ) as Effect.Effect<void, ModelError>
-  const raced: Effect.Effect<"aborted" | void, unknown> = signal === undefined ?
-    consume :
-    Effect.raceFirst(consume, Effect.as(awaitAbort(signal), "aborted" as const))
-  return Effect.map(Effect.exit(raced), (exit): TurnOutcome => {
-    if (Exit.isSuccess(exit)) {
-      if (exit.value === "aborted") return { _tag: "Ended", outcome: { reason: "aborted" } }
-      if (final === undefined) {
-        return { _tag: "Ended", outcome: { reason: "error", error: "model stream ended without a final message" } }
-      }
-      const checked = checkAssistantMessage(final.message)
-      return checked.ok ?
-        { _tag: "Message", message: checked.value } :
-        { _tag: "Ended", outcome: { reason: "error", error: checked.error } }
-    }
-    const cause = exit.cause
-    const error = Cause.hasFails(cause) ?
-      `model error: ${describeCause(cause)}` :
-      Cause.hasDies(cause) ?
-      `model stream died: ${describeCause(cause)}` :
-      "model stream was interrupted"
-    return { _tag: "Ended", outcome: { reason: "error", error } }
-  })
 }
 
 // -----------------------------------------------------------------------------
@@ -279,7 +209,10 @@ const drive = (
       }
     }
     state.transcript = prepared.value
-    const definitionError = checkDefinitions(executor.definitions)
+    // the definitions the executor offers; read once per turn (an executor may change them between
+    // turns, e.g. an MCP server whose tools changed, never during a batch) and checked when new
+    let definitions = executor.definitions
+    const definitionError = checkDefinitions(definitions)
     if (definitionError !== undefined) return { reason: "error", error: definitionError }
 
     const { signal, systemPrompt, steering, followUps, transformContext } = options
@@ -290,7 +223,7 @@ const drive = (
       signal,
       policy: options.policy,
       remembered: new Map<string, ApprovalAnswer>(),
-      definitions: new Map(executor.definitions.map((d) => [d.name, d])),
+      definitions: new Map(definitions.map((d) => [d.name, d])),
       concurrency: yield* ToolConcurrency,
       defaultTimeout: yield* ToolTimeout,
       approvalTimeout: options.approvalTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.approvalTimeout),
@@ -312,10 +245,17 @@ const drive = (
         if (!shaped.ok) return { reason: "error", error: shaped.error }
         messages = shaped.messages
       }
+      const current = executor.definitions
+      if (current !== definitions) {
+        const changed = checkDefinitions(current)
+        if (changed !== undefined) return { reason: "error", error: changed }
+        definitions = current
+        batch.definitions = new Map(current.map((d) => [d.name, d]))
+      }
       state.steps++
       const request: ModelRequest = systemPrompt === undefined ?
-        { messages, tools: executor.definitions } :
-        { systemPrompt, messages, tools: executor.definitions }
+        { messages, tools: definitions } :
+        { systemPrompt, messages, tools: definitions }
       const streamed = streamTurn(model, request, emit, signal)
       const turn = yield* (batch.traced ?
         Effect.withSpan(streamed, "agentloop.turn", { attributes: { "agentloop.step": state.steps } }) :
@@ -430,6 +370,7 @@ export const runLoop = (
         steps: state.steps,
         reason: outcome.reason,
         ...error,
+        ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
         ...(state.usage === undefined ? {} : { usage: state.usage })
       }
       yield* Effect.annotateCurrentSpan({

@@ -1,0 +1,117 @@
+/**
+ * One model turn, as the loop runs it: stream the model's events, take its final message, check
+ * it. Shared by the in-memory loop and other engines (a durable one journals each turn's outcome).
+ *
+ * @since 0.1.0
+ */
+import { Cause, Channel, Effect, Exit } from "effect"
+import { ModelError } from "./Errors.ts"
+import type { ModelErrorReason } from "./Errors.ts"
+import { awaitAbort, describeCause } from "./internal/common.ts"
+import type { LoopEvent, RunReason } from "./LoopEvent.ts"
+import type { AssistantMessage } from "./Message.ts"
+import type { Model, ModelEvent, ModelRequest } from "./Model.ts"
+import { checkAssistantMessage } from "./Transcript.ts"
+
+/**
+ * How a model turn ended without a message to act on: aborted, or an error (a failed, dead or
+ * interrupted stream, a stream without a final message, a malformed final message), with the
+ * `reason` of the typed `ModelError` when it carried one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TurnEnding {
+  readonly reason: RunReason
+  readonly error?: string | undefined
+  readonly errorReason?: ModelErrorReason | undefined
+}
+
+/**
+ * The outcome of one model turn: the validated final message, or how the turn ended without one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TurnOutcome =
+  | { readonly _tag: "Message"; readonly message: AssistantMessage }
+  | { readonly _tag: "Ended"; readonly outcome: TurnEnding }
+
+/** The reason of the first `ModelError` failure in `cause` that has one. */
+const modelErrorReason = (cause: Cause.Cause<unknown>): ModelErrorReason | undefined => {
+  for (const reason of cause.reasons) {
+    if (reason._tag === "Fail" && reason.error instanceof ModelError && reason.error.reason !== undefined) {
+      return reason.error.reason
+    }
+  }
+  return undefined
+}
+
+/** Ends a channel's `runForEach` normally, from inside its callback. */
+const halt = Cause.done()
+
+/**
+ * Streams one model turn: every event before the final `done` is emitted as a `model_event`, the
+ * final message is validated (a malformed one is not acted on), and an abort (`signal`), a failure
+ * or a defect of the stream ends the turn with a `TurnEnding`. Never fails.
+ *
+ * @since 0.1.0
+ * @category loop
+ */
+export const streamTurn = (
+  model: typeof Model.Service,
+  request: ModelRequest,
+  emit: (event: LoopEvent) => Effect.Effect<void>,
+  signal: AbortSignal | undefined
+): Effect.Effect<TurnOutcome> => {
+  let final: { readonly message: unknown } | undefined
+  // Every chunk's events are emitted in order until the first `done`, which ends the stream (the
+  // upstream is not pulled again: `halt` is the channel's own end-of-stream signal). Consumed at
+  // the channel level, without a `Stream.takeUntil` stage and a per-element `Stream.runForEach`
+  // (about a microsecond per turn and a tenth per event), and without a loop for the one-event
+  // chunks of a source that delivers events one at a time.
+  const body = (event: ModelEvent): Effect.Effect<void, Cause.Done> => {
+    if (event.type === "done") {
+      final = { message: event.message }
+      return halt
+    }
+    return emit({ type: "model_event", event })
+  }
+  const consume = Effect.suspend(() =>
+    Channel.runForEach(model.stream(request).channel, (chunk): Effect.Effect<void, Cause.Done> => {
+      if (chunk.length === 1) return body(chunk[0]!)
+      let i = 0
+      return Effect.flatMap(
+        Effect.whileLoop({
+          while: () => final === undefined && i < chunk.length,
+          body: () => body(chunk[i++]!),
+          step: () => {}
+        }),
+        () => final === undefined ? Effect.void : halt
+      )
+    })
+  ) as Effect.Effect<void, ModelError>
+  const raced: Effect.Effect<"aborted" | void, unknown> = signal === undefined ?
+    consume :
+    Effect.raceFirst(consume, Effect.as(awaitAbort(signal), "aborted" as const))
+  return Effect.map(Effect.exit(raced), (exit): TurnOutcome => {
+    if (Exit.isSuccess(exit)) {
+      if (exit.value === "aborted") return { _tag: "Ended", outcome: { reason: "aborted" } }
+      if (final === undefined) {
+        return { _tag: "Ended", outcome: { reason: "error", error: "model stream ended without a final message" } }
+      }
+      const checked = checkAssistantMessage(final.message)
+      return checked.ok ?
+        { _tag: "Message", message: checked.value } :
+        { _tag: "Ended", outcome: { reason: "error", error: checked.error } }
+    }
+    const cause = exit.cause
+    const error = Cause.hasFails(cause) ?
+      `model error: ${describeCause(cause)}` :
+      Cause.hasDies(cause) ?
+      `model stream died: ${describeCause(cause)}` :
+      "model stream was interrupted"
+    const errorReason = modelErrorReason(cause)
+    return { _tag: "Ended", outcome: errorReason === undefined ? { reason: "error", error } : { reason: "error", error, errorReason } }
+  })
+}
