@@ -70,7 +70,7 @@ describe("confinement under a racing process that swaps paths for links to outsi
           const attempt = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
             Effect.match(effect, { onFailure: () => undefined, onSuccess: (a) => a })
           let ok = 0
-          for (let i = 0; i < 60; i++) {
+          for (let i = 0; i < 40; i++) {
             const r1 = yield* attempt(readTool.execute({ path: "d/f.txt" }, ctx))
             if (r1 !== undefined) (ok++, seen.add(text(r1)))
             const r2 = yield* attempt(readTool.execute({ path: "f" }, ctx))
@@ -86,7 +86,7 @@ describe("confinement under a racing process that swaps paths for links to outsi
           }
           const swaps = swapper.swaps() - before
           assert.isAtLeast(swaps, 1000, "the swapper raced the tools thousands of times")
-          assert.isAtLeast(ok, 20, "many reads succeeded between swaps")
+          assert.isAtLeast(ok, 15, "many reads succeeded between swaps")
           for (const s of seen) assert.notInclude(s, "SECRET", "nothing outside was read")
           assert.sameMembers(yield* fs.readDirectory(outside), ["f.txt", "secret.txt"], "nothing was created outside")
           assert.strictEqual(yield* fs.readFileString(`${outside}/f.txt`), "SECRET-DIR", "nothing outside was written")
