@@ -83,6 +83,8 @@ describe("confinement under a racing process that swaps paths for links to outsi
             const r3 = yield* attempt(WorkspaceFiles.readFileString("d/f.txt"))
             if (r3 !== undefined) (ok++, seen.add(r3))
             yield* attempt(WorkspaceFiles.writeFile("d/api.txt", "written"))
+            // one turn of the event loop, so the swapper's progress reports are read
+            yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
           }
           const swaps = swapper.swaps() - before
           assert.isAtLeast(swaps, 1000, "the swapper raced the tools thousands of times")
