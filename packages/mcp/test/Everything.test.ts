@@ -12,7 +12,7 @@ import { ChildProcess } from "effect/process"
 import { toolCall, turn } from "@agentloop/testkit"
 import { McpTools } from "@agentloop/mcp"
 import type { McpServerConfig } from "@agentloop/mcp"
-import { node, resultsOf, runWithMcp, serverBin, serversLayer, startWithMcp, textOf } from "./helpers.ts"
+import { node, resultsOf, runWithMcp, serverBin, serversLayer, startWithMcp, stripTypes, textOf } from "./helpers.ts"
 
 const everything = serverBin("@modelcontextprotocol/server-everything")
 const loopback = fileURLToPath(new URL("./fixtures/loopback.ts", import.meta.url))
@@ -22,7 +22,7 @@ process.env[SECRET] = "do-not-leak"
 
 /** Starts the Streamable HTTP server on a loopback port (a free one for 0); its URL. Stopped with the scope. */
 const startHttpServerOn = (requested: number) => Effect.gen(function*() {
-  const handle = yield* ChildProcess.make(node, ["--import", loopback, everything, "streamableHttp"], {
+  const handle = yield* ChildProcess.make(node, [...stripTypes, "--import", loopback, everything, "streamableHttp"], {
     env: { PORT: String(requested) },
     extendEnv: true,
     detached: true,

@@ -15,12 +15,18 @@ const require = createRequire(import.meta.url)
 
 export const node = process.execPath
 
+/**
+ * Node flags to run the TypeScript fixtures: types are stripped by default from Node 22.18 on;
+ * the flag keeps older 22.x working, and its experimental warning is silenced.
+ */
+export const stripTypes = ["--experimental-strip-types", "--disable-warning=ExperimentalWarning"]
+
 /** The misbehaving fixture server as a stdio server config. */
 export const fakeServer = (name = "fake", extra: Partial<McpServerConfig> = {}): McpServerConfig => ({
   name,
   transport: "stdio",
   command: node,
-  args: [fileURLToPath(new URL("./fixtures/misbehaving-server.ts", import.meta.url))],
+  args: [...stripTypes, fileURLToPath(new URL("./fixtures/misbehaving-server.ts", import.meta.url))],
   ...extra
 } as McpServerConfig)
 
