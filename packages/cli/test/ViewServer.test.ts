@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
 import { Console, Deferred, Effect, Exit, Fiber, Scope } from "effect"
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -162,6 +162,17 @@ describe("serveSession", () => {
       writeFileSync(join(root, "s.jsonl"), "")
       const empty = yield* serveSession({ workspace: root, session: "s.jsonl" })
       assert.include((yield* get(empty.url)).body, "This session has no runs yet.")
+    }).pipe(Effect.provide(NodeServices.layer)))
+
+  it.live("answers 500 naming the file when the session file has gone since it started", () =>
+    Effect.gen(function*() {
+      const { dir, root } = workspace()
+      const view = yield* serveSession({ workspace: root, session: "a1" })
+      rmSync(join(dir, "a1.jsonl"))
+      const page = yield* get(view.url)
+      assert.strictEqual(page.status, 500)
+      assert.match(page.body, new RegExp(`^cannot read ${join(dir, "a1.jsonl")}: `))
+      assert.notInclude(page.body, "    at ", "no stack trace")
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.live("stops serving when its scope closes", () =>

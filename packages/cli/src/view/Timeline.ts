@@ -41,10 +41,10 @@ export interface Lane {
   /** A one-line summary of the arguments (the command of `bash`, the path of a file tool). */
   readonly summary: string
   readonly arguments: Record<string, unknown>
-  startedAt: number | undefined
-  endedAt: number | undefined
-  status: LaneStatus
-  approval:
+  readonly startedAt: number | undefined
+  readonly endedAt: number | undefined
+  readonly status: LaneStatus
+  readonly approval:
     | {
       readonly at: number
       readonly decision: "approved" | "denied" | "always"
@@ -53,9 +53,9 @@ export interface Lane {
     }
     | undefined
   /** The text of the tool result (truncated for display by the page). */
-  resultText: string | undefined
+  readonly resultText: string | undefined
   /** Why the call was skipped, from the result's `details.reason`. */
-  skipReason: string | undefined
+  readonly skipReason: string | undefined
 }
 
 /**
@@ -66,23 +66,23 @@ export interface Lane {
  */
 export interface Turn {
   readonly index: number
-  step: number | undefined
-  startedAt: number | undefined
+  readonly step: number | undefined
+  readonly startedAt: number | undefined
   /** When the model's answer was in (the message's timestamp, or the time of the next record). */
-  answeredAt: number | undefined
-  endedAt: number | undefined
-  stopReason: AssistantMessage["stopReason"] | undefined
-  errorMessage: string | undefined
-  text: string
-  usage: Usage | undefined
-  model: string | undefined
+  readonly answeredAt: number | undefined
+  readonly endedAt: number | undefined
+  readonly stopReason: AssistantMessage["stopReason"] | undefined
+  readonly errorMessage: string | undefined
+  readonly text: string
+  readonly usage: Usage | undefined
+  readonly model: string | undefined
   /** How many assistant messages this turn got (1 when the invariant holds). */
-  assistantMessages: number
+  readonly assistantMessages: number
   /** Whether a `turn_start` record opened this turn (false: an assistant message came without one). */
   readonly requested: boolean
-  readonly lanes: Array<Lane>
+  readonly lanes: ReadonlyArray<Lane>
   /** The largest number of this turn's calls that were running at the same time. */
-  maxParallel: number
+  readonly maxParallel: number
 }
 
 /**
@@ -110,11 +110,12 @@ export interface Compaction {
  */
 export interface Run {
   readonly index: number
-  prompt: string
-  startedAt: number | undefined
-  readonly turns: Array<Turn>
-  readonly compactions: Array<Compaction>
-  end:
+  readonly prompt: string
+  readonly startedAt: number | undefined
+  readonly turns: ReadonlyArray<Turn>
+  readonly compactions: ReadonlyArray<Compaction>
+  /** How the run ended: its `run_end` (absent when the file has none). */
+  readonly end:
     | {
       readonly at: number | undefined
       readonly reason: RunReason
@@ -123,7 +124,8 @@ export interface Run {
       readonly usage: Usage | undefined
     }
     | undefined
-  runEnds: number
+  /** How many `run_end` records the run has (1 when the invariant holds). */
+  readonly runEnds: number
 }
 
 /**
@@ -174,6 +176,15 @@ export interface Timeline {
   readonly problems: ReadonlyArray<{ readonly line: number; readonly problem: string }>
   readonly startedAt: number | undefined
   readonly endedAt: number | undefined
+}
+
+/** The model is built in one pass, filling in each part as its lines arrive. */
+type Mutable<T> = { -readonly [K in keyof T]: T[K] }
+type LaneDraft = Mutable<Lane>
+type TurnDraft = Mutable<Omit<Turn, "lanes">> & { readonly lanes: Array<LaneDraft> }
+type RunDraft = Mutable<Omit<Run, "turns" | "compactions">> & {
+  readonly turns: Array<TurnDraft>
+  readonly compactions: Array<Compaction>
 }
 
 const textOf = (message: Message): string => {
@@ -241,30 +252,30 @@ const addUsage = (totals: { input: number; output: number; cacheRead: number; ca
  */
 export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
   let header: SessionHeader | undefined
-  const runs: Array<Run> = []
+  const runs: Array<RunDraft> = []
   const messages: Array<Message> = []
   const problems: Array<{ line: number; problem: string }> = []
   const timingViolations: Array<string> = []
-  const lanesById = new Map<string, Lane>()
+  const lanesById = new Map<string, LaneDraft>()
   const ended = new Set<string>()
-  let run: Run | undefined
-  let turn: Turn | undefined
+  let run: RunDraft | undefined
+  let turn: TurnDraft | undefined
   /** A turn whose answer is in but whose `answeredAt` waits for the next timed record. */
-  let awaitingAnswerTime: Turn | undefined
+  let awaitingAnswerTime: TurnDraft | undefined
   let firstAt: number | undefined
   let lastAt: number | undefined
 
-  const startRun = (at: number | undefined, prompt: string): Run => {
-    const next: Run = { index: runs.length + 1, prompt, startedAt: at, turns: [], compactions: [], end: undefined, runEnds: 0 }
+  const startRun = (at: number | undefined, prompt: string): RunDraft => {
+    const next: RunDraft = { index: runs.length + 1, prompt, startedAt: at, turns: [], compactions: [], end: undefined, runEnds: 0 }
     runs.push(next)
     run = next
     turn = undefined
     return next
   }
-  const currentRun = (): Run => run ?? startRun(undefined, "")
-  const startTurn = (at: number | undefined, step: number | undefined, requested: boolean): Turn => {
+  const currentRun = (): RunDraft => run ?? startRun(undefined, "")
+  const startTurn = (at: number | undefined, step: number | undefined, requested: boolean): TurnDraft => {
     const owner = currentRun()
-    const next: Turn = {
+    const next: TurnDraft = {
       index: owner.turns.length + 1,
       step,
       startedAt: at,
@@ -284,7 +295,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
     turn = next
     return next
   }
-  const laneFor = (toolCallId: string, line: number, what: string): Lane | undefined => {
+  const laneFor = (toolCallId: string, line: number, what: string): LaneDraft | undefined => {
     const lane = lanesById.get(toolCallId)
     if (lane === undefined) timingViolations.push(`line ${line}: ${what} for unknown tool call "${toolCallId}"`)
     return lane
@@ -398,7 +409,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
         if (message.timestamp !== undefined) current.answeredAt = message.timestamp
         else awaitingAnswerTime = current
         for (const call of toolCallsOf(message)) {
-          const lane: Lane = {
+          const lane: LaneDraft = {
             toolCallId: call.id,
             name: call.name,
             summary: summarize(call.name, call.arguments),

@@ -14,6 +14,7 @@ import type { Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import * as Http from "node:http"
+import { SESSIONS_FOLDER } from "../Sessions.ts"
 import { renderPage } from "./Page.ts"
 import { parseSessionText } from "./SessionFile.ts"
 import type { SessionLine } from "./SessionFile.ts"
@@ -57,14 +58,6 @@ export interface ViewServer {
   readonly file: string
 }
 
-/**
- * The folder of a workspace's sessions.
- *
- * @since 0.1.0
- * @category constants
- */
-export const SESSIONS_DIR = ".agentloop/sessions"
-
 const HOST = "127.0.0.1"
 
 /** The `at` of a session's header (its first line), or 0 when it has none. */
@@ -90,7 +83,7 @@ export const resolveSessionFile = Effect.fn("Viewer.resolveSessionFile")(functio
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const root = path.resolve(workspace)
-  const dir = path.join(root, SESSIONS_DIR)
+  const dir = path.join(root, SESSIONS_FOLDER)
   const exists = (file: string) => fs.exists(file).pipe(Effect.orElseSucceed(() => false))
   const isFile = (file: string) =>
     fs.stat(file).pipe(Effect.map((info) => info.type === "File"), Effect.orElseSucceed(() => false))
