@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer } from "effect"
-import { Executor, noopSinkLayer, prepareTranscript, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
-import type { Message } from "@agentloop/core"
+import { Cause, Effect, Exit, Layer, Logger, Queue, Stream } from "effect"
+import { EventSink, Executor, noopSinkLayer, prepareTranscript, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import type { AgentLoopOptions, Message, ModelEvent, UserMessage } from "@agentloop/core"
 import { assistant, echoTool, makeScriptedModel, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
 
@@ -45,6 +45,14 @@ describe("bad input ends the run at once (reason error, steps 0, one turn_end, m
 
   it.effect("options that are not an object, or messages that are not an array", () =>
     Effect.gen(function*() {
+      for (const options of [null, 42, "go"]) {
+        const model = yield* makeScriptedModel([turn.text("never")])
+        const result = yield* runAgentLoop(options as unknown as AgentLoopOptions).pipe(
+          Effect.provide(Layer.mergeAll(model.layer, noopSinkLayer, toolExecutorLayer([])))
+        )
+        assert.deepStrictEqual(result, { messages: [], steps: 0, reason: "error", error: "bad input: options must be an object" })
+        assert.strictEqual((yield* model.requests).length, 0)
+      }
       const a = yield* runScripted([turn.text("never")], { messages: "hi" as never })
       assert.match(a.result.error!, /bad input: .*messages/)
       assert.strictEqual(a.requests.length, 0)
@@ -158,6 +166,17 @@ describe("model streams that misbehave end the run error", () => {
       }))
   }
 
+  it.effect("a stream that interrupts itself: the run ends error saying so, nothing partial appended", () =>
+    Effect.gen(function*() {
+      const run = yield* runScripted([
+        turn.custom(() => Stream.concat(Stream.make<Array<ModelEvent>>({ type: "text_delta", delta: "par" }), Stream.fromEffect(Effect.interrupt)))
+      ])
+      assertSound(run)
+      assert.strictEqual(run.result.reason, "error")
+      assert.strictEqual(run.result.error, "model stream was interrupted")
+      assert.deepStrictEqual(roles(run.result.messages), ["user"])
+    }))
+
   it.effect("a second final message is ignored: only the first counts", () =>
     Effect.gen(function*() {
       const first = assistant("stop", { text: "first" })
@@ -197,6 +216,19 @@ describe("tool arguments are decoded before the tool runs (through the loop)", (
       assert.deepStrictEqual(yield* probe.executedIds, ["ok"])
     }))
 
+  it.effect("executor definitions that are not tool definitions end the run error naming the problem", () =>
+    Effect.gen(function*() {
+      const executor = Layer.succeed(Executor, Executor.of({
+        definitions: [{ name: "a", description: "" }] as never,
+        execute: () => Effect.die("unused")
+      }))
+      const run = yield* runScripted([turn.text("never")], { executor })
+      assertSound(run)
+      assert.strictEqual(run.result.reason, "error")
+      assert.match(run.result.error!, /^the executor's tool definitions are invalid: .*parameters/s)
+      assert.strictEqual(run.requests.length, 0)
+    }))
+
   it.effect("invalid executor definitions end the run error before any request", () =>
     Effect.gen(function*() {
       const executor = Layer.succeed(Executor, Executor.of({
@@ -207,5 +239,54 @@ describe("tool arguments are decoded before the tool runs (through the loop)", (
       assert.strictEqual(run.result.reason, "error")
       assert.match(run.result.error!, /defines tool "a" twice/)
       assert.strictEqual(run.requests.length, 0)
+    }))
+})
+
+describe("what the loop is given while it runs is checked too", () => {
+  it.effect("a malformed follow-up message ends the run error naming it; nothing invalid joins the transcript", () =>
+    Effect.gen(function*() {
+      const followUps = yield* Queue.unbounded<UserMessage>()
+      yield* Queue.offer(followUps, { role: "user", content: 7 } as unknown as UserMessage)
+      const run = yield* runScripted([turn.text("hello")], { followUps })
+      assertSound(run)
+      assert.strictEqual(run.result.reason, "error")
+      assert.match(run.result.error!, /^bad input: a follow-up message is not a valid user message: /)
+      assert.deepStrictEqual(roles(run.result.messages), ["user", "assistant"])
+    }))
+
+  it.effect("a transformContext that returns something else than an array ends the run error", () =>
+    Effect.gen(function*() {
+      const run = yield* runScripted([turn.text("never")], {
+        transformContext: () => Effect.succeed("not messages" as unknown as ReadonlyArray<Message>)
+      })
+      assertSound(run)
+      assert.strictEqual(run.result.reason, "error")
+      assert.strictEqual(run.result.error, "transformContext returned an invalid transcript: not an array")
+      assert.strictEqual(run.requests.length, 0)
+    }))
+})
+
+describe("an EventSink that breaks never breaks the run", () => {
+  it.effect("emit throwing before it returns an effect: the run goes on, and the failure is logged naming the event", () =>
+    Effect.gen(function*() {
+      const logged: Array<{ readonly message: unknown; readonly cause: Cause.Cause<unknown> }> = []
+      const logger = Logger.make((options) => void logged.push({ message: options.message, cause: options.cause }))
+      const throwing = Layer.succeed(EventSink, EventSink.of({
+        emit: (event) => {
+          if (event.type === "tool_start") throw new Error("ui crashed")
+          return Effect.void
+        }
+      }))
+      const probe = probeTool(echoTool("e"))
+      const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "e")]), turn.text("ok")])
+      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(model.layer, throwing, toolExecutorLayer([probe.tool]), Logger.layer([logger])))
+      )
+      assert.strictEqual(result.reason, "stop")
+      assert.strictEqual(yield* probe.executions, 1)
+      assert.deepStrictEqual(results(result.messages).map((r) => r.isError), [false])
+      assert.strictEqual(logged.length, 1)
+      assert.deepStrictEqual(logged[0]!.message, ["agentloop: EventSink.emit failed on a \"tool_start\" event; the run goes on"])
+      assert.match(Cause.pretty(logged[0]!.cause), /ui crashed/)
     }))
 })
