@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from "node:url"
 import { NodeServices } from "@effect/platform-node"
-import { assert, describe, layer } from "@effect/vitest"
+import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { ChildProcess } from "effect/process"
 import { toolCall, turn } from "@agentloop/testkit"
@@ -19,6 +19,9 @@ const loopback = fileURLToPath(new URL("./fixtures/loopback.ts", import.meta.url
 const SECRET = "AGENTLOOP_TEST_SECRET"
 // in this process's environment before any server starts: a stdio server must not get it
 process.env[SECRET] = "do-not-leak"
+afterAll(() => {
+  delete process.env[SECRET]
+})
 
 /** Starts the Streamable HTTP server on a loopback port (a free one for 0); its URL. Stopped with the scope. */
 const startHttpServerOn = (requested: number) => Effect.gen(function*() {
