@@ -20,6 +20,7 @@
  *
  * @since 0.1.0
  */
+import { readFileSync } from "node:fs"
 import { Context, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import type { PlatformError } from "effect"
 import { ChildProcess } from "effect/process"
@@ -208,6 +209,18 @@ const killGroup = (pid: number): void => {
   }
 }
 
+/** SIGKILLs the children of `unshare` (the namespace's PID 1), which takes every process of the namespace with it. */
+const killNamespace = (pid: number): void => {
+  // readFileSync and process.kill are foreign APIs that report a process already gone by throwing
+  try {
+    for (const child of readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/)) {
+      if (child.length > 0) process.kill(Number(child), "SIGKILL")
+    }
+  } catch {
+    // already gone: nothing to kill
+  }
+}
+
 const Timeout = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: BASH_MAX_TIMEOUT_SECONDS }))
 
 /**
@@ -268,10 +281,17 @@ export const bashTool = defineTool({
           stdin: "ignore",
           // in a PID namespace the command is PID 1, which ignores SIGTERM: kill at once
           killSignal: containment === "pid-namespace" ? "SIGKILL" : "SIGTERM",
-          forceKillAfter: BASH_KILL_GRACE,
+          // after SIGKILL there is nothing to wait for: a short bound on the spawner's wait for the group
+          forceKillAfter: containment === "pid-namespace" ? "200 millis" : BASH_KILL_GRACE,
           extendEnv: false,
           env
         })
+        if (containment === "pid-namespace") {
+          // runs before the spawner's own cleanup: killing the namespace's PID 1 directly lets
+          // `unshare` reap it and exit at once (killed together, PID 1 would wait for whatever
+          // reaps orphans on this system before the group is gone)
+          yield* Effect.addFinalizer(() => Effect.sync(() => killNamespace(handle.pid)))
+        }
         const pumps = yield* Effect.forkScoped(
           Effect.all([pump(handle.stdout, "stdout"), pump(handle.stderr, "stderr")], { concurrency: 2, discard: true })
         )
