@@ -4,7 +4,14 @@
  * full procedure, values whose reading throws, and each violation `pairingViolations` reports.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { checkAssistantMessage, duplicateCallId, pairingViolations, prepareTranscript } from "@agentloop/core"
+import {
+  checkAssistantMessage,
+  checkToolResult,
+  duplicateCallId,
+  errorResult,
+  pairingViolations,
+  prepareTranscript
+} from "@agentloop/core"
 import type { Message, ToolCall, ToolResultMessage } from "@agentloop/core"
 import { assistant, toolCall, user } from "@agentloop/testkit"
 
@@ -145,5 +152,62 @@ describe("pairingViolations names every way a transcript breaks pairing", () => 
       "messages[1]: tool call \"a\" has no result",
       "messages[1]: tool call \"b\" has no result"
     ])
+  })
+})
+
+describe("results built for and checked against a call", () => {
+  const call = toolCall("a", "e")
+
+  it("an error result given no details has no details key at all (not one holding undefined)", () => {
+    const result = errorResult(call, "nope")
+    assert.deepStrictEqual(result, {
+      role: "toolResult",
+      toolCallId: "a",
+      toolName: "e",
+      content: [{ type: "text", text: "nope" }],
+      isError: true
+    })
+    assert.isFalse("details" in result)
+  })
+
+  it("a result the schema accepts is kept as it is, also one the fast guard leaves to the schema", () => {
+    const plain = resultFor(call)
+    assert.strictEqual(checkToolResult(call, plain), plain)
+    // `details` is `unknown`: present and undefined is valid (the guard only refuses it for typed keys)
+    const withUndefined = { ...resultFor(call), details: undefined }
+    assert.strictEqual(checkToolResult(call, withUndefined), withUndefined)
+  })
+
+  it("a malformed result, or one answering another call, becomes an error result marked invalidResult", () => {
+    const malformed = checkToolResult(call, { role: "toolResult", toolCallId: "a" })
+    assert.isTrue(malformed.isError)
+    assert.deepStrictEqual(malformed.details, { invalidResult: true })
+    assert.match((malformed.content[0] as { text: string }).text, /^Tool "e" returned a malformed result: /)
+    const other = checkToolResult(call, resultFor(toolCall("b", "e")))
+    assert.deepStrictEqual(other.details, { invalidResult: true })
+    assert.strictEqual(
+      (other.content[0] as { text: string }).text,
+      "Tool \"e\" returned a result for another call (id \"b\", tool \"e\")"
+    )
+    assert.deepStrictEqual(checkToolResult(call, resultFor(toolCall("a", "x"))).details, { invalidResult: true })
+  })
+
+  it("a schema error of several lines is indented under the line that names the problem", () => {
+    const checked = checkAssistantMessage({ role: "assistant", content: [{ type: "toolCall", id: "a" }], stopReason: "stop" })
+    assert.isFalse(checked.ok)
+    if (!checked.ok) {
+      const [first, ...rest] = checked.error.split("\n")
+      assert.match(first!, /^the model's final message is malformed: /)
+      assert.isAbove(rest.length, 0, checked.error)
+      for (const line of rest) assert.match(line, /^ {2}/, checked.error)
+    }
+    const input = prepareTranscript([user("hi"), { role: "assistant", content: [{ type: "toolCall", id: "a" }], stopReason: "stop" }])
+    assert.isFalse(input.ok)
+    if (!input.ok) {
+      const [first, ...rest] = input.error.split("\n")
+      assert.match(first!, /^messages\[1\] is not a valid message: /)
+      assert.isAbove(rest.length, 0, input.error)
+      for (const line of rest) assert.match(line, /^ {2}/, input.error)
+    }
   })
 })
