@@ -11,18 +11,16 @@ import type { ExecutorShape, ToolContext } from "./Executor.ts"
 import type { LoopEvent } from "./LoopEvent.ts"
 import type { ToolCall, ToolResultMessage } from "./Message.ts"
 import type { ToolDefinition } from "./Model.ts"
-import { describeCause } from "./internal/common.ts"
-
-export {
-  /**
-   * Readable text for the failures and defects of a cause: messages, never stacks.
-   *
-   * @since 0.1.0
-   * @category batch
-   */
-  describeCause
-}
+import { describeCause as describeCauseText } from "./internal/common.ts"
 import { checkToolResult, errorResult, skippedResult } from "./Transcript.ts"
+
+/**
+ * Readable text for the failures and defects of a cause: their messages, never a stack.
+ *
+ * @since 0.1.0
+ * @category batch
+ */
+export const describeCause: (cause: Cause.Cause<unknown>) => string = describeCauseText
 
 /**
  * Groups call indices into stages, run one after another: a run of non-exclusive calls (which
