@@ -51,6 +51,8 @@ export default defineConfig({
     sequence: { concurrent: false, sequencer: FastFirst },
     // a third of the property test's default 600 cases: it runs for every mutant it covers
     env: { AGENTLOOP_PROPERTY_RUNS: "200" },
+    // instrumented code on a busy machine is slow; a mutant that hangs a test is caught by Stryker's own timeout
+    testTimeout: 30_000,
     // mutated sources have the same paths as the originals in every sandbox: never reuse a transform
     fsModuleCache: false,
     // the test files share one module graph per worker (imports are most of the run time)
