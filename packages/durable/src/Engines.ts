@@ -75,7 +75,11 @@ export const embeddedEngineLayer = (options: {
   return ClusterWorkflowEngine.layer.pipe(
     Layer.provideMerge(SingleRunner.layer({
       runnerStorage: "sql",
-      shardingConfig: { entityMessagePollInterval: Duration.millis(500), ...options.timings }
+      shardingConfig: {
+        entityMessagePollInterval: Duration.millis(500),
+        entityReplyPollInterval: Duration.millis(10),
+        ...options.timings
+      }
     })),
     Layer.provideMerge(sqlStoreLayer),
     Layer.provide(NodeCrypto.layerDigest),

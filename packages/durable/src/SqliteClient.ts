@@ -7,7 +7,8 @@
  * once one is published for effect 4.1.
  *
  * One connection, shared through a semaphore (effect's `makeSqliteAcquirers`), WAL journal mode
- * and a busy timeout, so another process on the same file waits instead of failing.
+ * with `synchronous = NORMAL` (nothing is lost when the process dies), and a busy timeout, so
+ * another process on the same file waits instead of failing.
  *
  * @since 0.1.0
  */
@@ -26,6 +27,11 @@ export interface SqliteClientConfig {
   readonly filename: string
   /** How long a statement waits for another process's lock, in milliseconds (default 5000). */
   readonly busyTimeoutMs?: number | undefined
+  /**
+   * SQLite's `synchronous` setting (default `NORMAL`: survives a process crash; `FULL` also
+   * survives an OS crash or power loss, at the cost of an fsync per commit).
+   */
+  readonly synchronous?: "NORMAL" | "FULL" | undefined
 }
 
 const toParam = (value: unknown): SQLInputValue => {
@@ -61,7 +67,12 @@ export const make = (config: SqliteClientConfig) =>
         try: () => {
           const opened = new DatabaseSync(config.filename)
           opened.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.floor(config.busyTimeoutMs ?? 5000))}`)
-          if (config.filename !== ":memory:") opened.exec("PRAGMA journal_mode = WAL")
+          if (config.filename !== ":memory:") {
+            opened.exec("PRAGMA journal_mode = WAL")
+            // in WAL mode, NORMAL loses nothing when the process dies (kill -9); only an OS crash
+            // or power loss may drop the last commits. FULL fsyncs every commit (tens of ms).
+            opened.exec(`PRAGMA synchronous = ${config.synchronous ?? "NORMAL"}`)
+          }
           return opened
         },
         catch: (cause) => sqlError(cause, "open")
