@@ -111,7 +111,7 @@ describe("buildTimeline", () => {
     ]])
     assert.strictEqual(first!.maxParallel, 3)
     assert.strictEqual(first!.startedAt! - T, 120)
-    assert.strictEqual(first!.answeredAt! - T, 2300)
+    assert.strictEqual(first!.answeredAt! - T, 2310)
     assert.strictEqual(first!.endedAt! - T, 2900)
     assert.deepStrictEqual(first!.usage, { input: 1840, output: 96, cacheRead: 1200, cost: 0.00693 })
 
@@ -119,6 +119,9 @@ describe("buildTimeline", () => {
       ["ok", "approved", undefined],
       ["denied", "denied", "do not reinstall; just run node test.js"]
     ])
+    // The answer came when the first approval was asked, not when the person decided.
+    assert.strictEqual(second!.answeredAt! - T, 5105)
+    assert.deepStrictEqual(second!.lanes.map((l) => l.approval!.askedAt! - T), [5105, 7431])
     assert.strictEqual(second!.lanes[1]!.startedAt, undefined)
     assert.strictEqual(second!.lanes[1]!.skipReason, "denied")
     assert.strictEqual(third!.stopReason, "stop")
@@ -228,6 +231,19 @@ describe("buildTimeline", () => {
       { type: "run_end", at: 4, reason: "stop", steps: 2 }
     )
     assert.deepStrictEqual(violationsOf(requestWithoutAnswer, "one-answer-per-turn"), [
+      "run 1, turn 1: a request with no assistant message"
+    ])
+    // A request whose stream failed has no final message and ends the run with an error: that holds.
+    const failedStream = (reason: string) =>
+      timelineOf(
+        { type: "run_start", at: 1, prompt: "p" },
+        user("p"),
+        { type: "turn_start", at: 2, step: 1 },
+        { type: "run_end", at: 3, reason, steps: 1, error: "model error: HTTP 500" }
+      )
+    assert.deepStrictEqual(violationsOf(failedStream("error"), "one-answer-per-turn"), [])
+    assert.deepStrictEqual(violationsOf(failedStream("aborted"), "one-answer-per-turn"), [])
+    assert.deepStrictEqual(violationsOf(failedStream("stop"), "one-answer-per-turn"), [
       "run 1, turn 1: a request with no assistant message"
     ])
   })

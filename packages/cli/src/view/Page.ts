@@ -96,10 +96,16 @@ const renderApproval = (lane: Lane): string => {
 const renderLane = (lane: Lane, turn: Turn, span: { start: number; length: number } | undefined): string => {
   const timed = lane.startedAt !== undefined && lane.endedAt !== undefined
   const duration = timed ? formatDuration(lane.endedAt! - lane.startedAt!) : statusLabel[lane.status]
-  // The time the call waited for a person's (or a policy's) decision, after the model's answer.
-  const wait = span !== undefined && lane.approval !== undefined && turn.answeredAt !== undefined &&
-      lane.approval.at > turn.answeredAt ?
-    bar(turn.answeredAt, lane.approval.at, span, "lane-wait", `waiting for approval: ${formatDuration(lane.approval.at - turn.answeredAt)}`) :
+  // The time the call waited for a decision: from the question (or, for older files, from when
+  // its stage could start: the answer, or the last call that ended before the decision).
+  const approval = lane.approval
+  const asked = approval === undefined ? undefined : approval.askedAt ?? Math.max(
+    turn.answeredAt ?? -Infinity,
+    ...turn.lanes.flatMap((other) => other.endedAt !== undefined && other.endedAt <= approval.at ? [other.endedAt] : [])
+  )
+  const wait = span !== undefined && approval !== undefined && asked !== undefined && Number.isFinite(asked) &&
+      approval.at > asked ?
+    bar(asked, approval.at, span, "lane-wait", `waiting for approval: ${formatDuration(approval.at - asked)}`) :
     ""
   const run = span !== undefined && lane.startedAt !== undefined ?
     bar(lane.startedAt, lane.endedAt ?? span.start + span.length, span, `lane-${lane.status}`, `${lane.name}: ${duration}`) :
@@ -142,11 +148,14 @@ const renderTurn = (run: Run, turn: Turn): string => {
     badge("no answer", "warn") :
     badge(turn.stopReason, turn.stopReason === "stop" || turn.stopReason === "toolUse" ? "neutral" : reasonClass(turn.stopReason))
   const parallel = turn.maxParallel > 1 ? badge(`${turn.maxParallel} in parallel`, "info") : ""
-  const modelLane = span !== undefined && turn.startedAt !== undefined && turn.answeredAt !== undefined ?
+  // A request with no answer (its stream failed or was aborted) ran until the turn ended.
+  const answered = turn.answeredAt ?? (turn.stopReason === undefined ? turn.endedAt : undefined)
+  const modelKind = turn.answeredAt === undefined ? "lane-unanswered" : "lane-model"
+  const modelLane = span !== undefined && turn.startedAt !== undefined && answered !== undefined ?
     `<div class="lane model-lane"><div class="row"><span class="lane-label"><span class="icon">◆</span><b>model</b>
       <span class="args">${escapeHtml(turn.model ?? "")}</span></span><span class="track">${
-      bar(turn.startedAt, turn.answeredAt, span, "lane-model", "model response")
-    }</span><span class="lane-meta"><span class="dur">${formatDuration(turn.answeredAt - turn.startedAt)}</span></span></div></div>` :
+      bar(turn.startedAt, answered, span, modelKind, turn.answeredAt === undefined ? "no answer" : "model response")
+    }</span><span class="lane-meta"><span class="dur">${formatDuration(answered - turn.startedAt)}</span></span></div></div>` :
     ""
   const error = turn.errorMessage === undefined ?
     "" :

@@ -58,7 +58,8 @@ export const SessionRecord = Schema.Union([
     name: Schema.optionalKey(Schema.String),
     decision: Schema.Literals(["approved", "denied", "always"]),
     by: Schema.optionalKey(Schema.String),
-    reason: Schema.optionalKey(Schema.String)
+    reason: Schema.optionalKey(Schema.String),
+    askedAt: Schema.optionalKey(At)
   }),
   Schema.Struct({
     type: Schema.Literal("compaction"),

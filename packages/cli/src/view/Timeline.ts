@@ -47,6 +47,8 @@ export interface Lane {
   readonly approval:
     | {
       readonly at: number
+      /** When the question was asked (recorded by newer writers). */
+      readonly askedAt: number | undefined
       readonly decision: "approved" | "denied" | "always"
       readonly by: string | undefined
       readonly reason: string | undefined
@@ -68,7 +70,7 @@ export interface Turn {
   readonly index: number
   readonly step: number | undefined
   readonly startedAt: number | undefined
-  /** When the model's answer was in (the message's timestamp, or the time of the next record). */
+  /** When the model's answer was in: the time of the record after the assistant message. */
   readonly answeredAt: number | undefined
   readonly endedAt: number | undefined
   readonly stopReason: AssistantMessage["stopReason"] | undefined
@@ -310,8 +312,12 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
       const record = entry.record
       firstAt = firstAt === undefined ? record.at : Math.min(firstAt, record.at)
       lastAt = lastAt === undefined ? record.at : Math.max(lastAt, record.at)
+      // The assistant message is written the moment the answer is complete, and the next record
+      // follows at once, unless it is an approval a person took time over: then its `askedAt`.
       if (awaitingAnswerTime !== undefined && record.type !== "session") {
-        awaitingAnswerTime.answeredAt = record.at
+        awaitingAnswerTime.answeredAt = record.type === "approval" && record.askedAt !== undefined ?
+          Math.min(record.askedAt, record.at) :
+          record.at
         awaitingAnswerTime = undefined
       }
       switch (record.type) {
@@ -349,7 +355,13 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
         case "approval": {
           const lane = laneFor(record.toolCallId, entry.line, "approval")
           if (lane !== undefined) {
-            lane.approval = { at: record.at, decision: record.decision, by: record.by, reason: record.reason }
+            lane.approval = {
+              at: record.at,
+              askedAt: record.askedAt,
+              decision: record.decision,
+              by: record.by,
+              reason: record.reason
+            }
           }
           break
         }
@@ -406,8 +418,8 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
         current.text = textOf(message)
         current.usage = message.usage
         current.model = message.model
-        if (message.timestamp !== undefined) current.answeredAt = message.timestamp
-        else awaitingAnswerTime = current
+        // (A message's `timestamp` is when its request started, not when the answer came.)
+        awaitingAnswerTime = current
         for (const call of toolCallsOf(message)) {
           const lane: LaneDraft = {
             toolCallId: call.id,
@@ -524,7 +536,10 @@ const checkSession = (
       if (!t.requested) {
         oneAnswer.push(`run ${owner.index}, turn ${t.index}: an assistant message without a request (turn_start)`)
       }
-      if (t.assistantMessages === 0 && (owner.end !== undefined || t !== owner.turns[owner.turns.length - 1])) {
+      // A request whose stream failed or was aborted has no final message, and ends its run.
+      const last = t === owner.turns[owner.turns.length - 1]
+      const endedWithoutAnswer = owner.end === undefined || owner.end.reason === "error" || owner.end.reason === "aborted"
+      if (t.assistantMessages === 0 && !(last && endedWithoutAnswer)) {
         oneAnswer.push(`run ${owner.index}, turn ${t.index}: a request with no assistant message`)
       }
     }
