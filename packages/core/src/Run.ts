@@ -56,11 +56,6 @@ export const AgentLoopOptions = Schema.Struct({
   /** User messages that restart the run when it would otherwise stop (reason `stop`). */
   followUps: Schema.optionalKey(UserMessageQueue),
   /**
-   * Shapes the messages of each request (pruning, compaction); the transcript keeps everything.
-   * Its output is checked: messages that do not decode, or that split a call from its result, end
-   * the run `error` instead of being sent.
-   */
-  /**
    * Bounds the whole run by time. When it passes, the run is aborted as by `signal`: running tools
    * are interrupted, every call is paired, and the run ends `aborted` with an error naming the
    * limit, returning its transcript (unlike `Effect.timeout`, which interrupts the caller).
@@ -71,6 +66,11 @@ export const AgentLoopOptions = Schema.Struct({
    * "approval timed out" and the batch goes on. Default: no limit.
    */
   approvalTimeout: Schema.optionalKey(DurationInput),
+  /**
+   * Shapes the messages of each request (pruning, compaction); the transcript keeps everything.
+   * Its output is checked: messages that do not decode, or that split a call from its result, end
+   * the run `error` instead of being sent.
+   */
   transformContext: Schema.optionalKey(
     Schema.declare(
       (u: unknown): u is (messages: ReadonlyArray<Message>) => Effect.Effect<ReadonlyArray<Message>> => isFunction(u),
