@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
+import { chownSync, statSync } from "node:fs"
 import {
   EDIT_MAX_DIFF_CHARS,
   editTool,
@@ -147,6 +148,13 @@ describe("write", () => {
         assert.strictEqual((yield* fs.stat(`${root}/key.pem`)).mode & 0o777, 0o600)
         yield* editTool.execute({ path: "run.sh", oldText: "bye", newText: "again" }, ctx)
         assert.strictEqual((yield* fs.stat(`${root}/run.sh`)).mode & 0o777, 0o755)
+        if (process.getuid?.() === 0) {
+          // only root may give a file to someone else; then the owner must survive a rewrite too
+          chownSync(`${root}/run.sh`, 65534, 65534)
+          yield* writeTool.execute({ path: "run.sh", content: "echo owned\n" }, ctx)
+          const stat = statSync(`${root}/run.sh`)
+          assert.deepStrictEqual([stat.uid, stat.gid, stat.mode & 0o777], [65534, 65534, 0o755])
+        }
       })
     ))
 
