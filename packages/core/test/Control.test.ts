@@ -368,6 +368,19 @@ describe("steering and follow-ups", () => {
       assert.deepStrictEqual(roles(result.messages), ["user"])
     }))
 
+  it.effect("a follow-up does not restart a run that ended otherwise than stop; it stays queued", () =>
+    Effect.gen(function*() {
+      const followUps = yield* Queue.unbounded<UserMessage>()
+      yield* Queue.offer(followUps, { role: "user", content: "and now in French" })
+      const run = yield* start([turn.truncated([], "cut sh")], [], { followUps })
+      const { result, requests, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "length")
+      assert.strictEqual(requests.length, 1)
+      assert.deepStrictEqual(roles(result.messages), ["user", "assistant"])
+      assert.strictEqual(yield* Queue.size(followUps), 1)
+    }))
+
   it.effect("with no follow-up queued the run stops as usual", () =>
     Effect.gen(function*() {
       const followUps = yield* Queue.unbounded<UserMessage>()
@@ -490,6 +503,7 @@ describe("tracing", () => {
       assert.strictEqual(runSpan!.attributes.get("agentloop.reason"), "stop")
       assert.strictEqual(runSpan!.attributes.get("agentloop.steps"), 2)
       assert.strictEqual(runSpan!.attributes.get("agentloop.usage.input"), 7)
+      assert.strictEqual(runSpan!.attributes.get("agentloop.usage.output"), 3)
       assert.deepStrictEqual(named("agentloop.turn").map((s) => s.attributes.get("agentloop.step")), [1, 2])
       const tools = named("agentloop.tool")
       assert.deepStrictEqual(tools.map((s) => s.attributes.get("agentloop.tool.call_id")).sort(), ["a", "b"])

@@ -57,6 +57,14 @@ describe("duplicate call ids, in batches of any size", () => {
 })
 
 describe("prepareTranscript: transcripts the fast path hands to the full procedure", () => {
+  it("an Array subclass comes back as a plain array (the caller's class never leaks into the run)", () => {
+    class Log extends Array<unknown> {}
+    const input = Log.from([user("hi"), assistant("stop", { text: "hello" }), user("more")])
+    const out = prepared(input)
+    assert.strictEqual(Object.getPrototypeOf(out), Array.prototype)
+    assert.deepStrictEqual([...out], [...input])
+  })
+
   it("a batch of 9 calls with its results in another order is put into call order", () => {
     const batch = calls(9)
     const shuffled = [...batch].reverse().map((c) => resultFor(c))
