@@ -99,6 +99,7 @@ describe("PostgreSQL: kill -9 the runner executing the run", () => {
       }, 60_000, all)
       yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
       const owner = ownerOf(s, runners)
+      const killedAt = Date.now()
       yield* kill9(owner)
       yield* waitUntil("the approval request", approvalRequested(s.events), 60_000)
       yield* approveFromAnotherProcess(s, all)
@@ -111,6 +112,8 @@ describe("PostgreSQL: kill -9 the runner executing the run", () => {
       assert.strictEqual(c.call("d1"), 1)
       const rerun = c.entries.filter((e) => e.kind === "tool" && e.call === "c2" && e.phase === "start")
       assert.notStrictEqual(rerun[1]!.pid, owner.child.pid) // ran again on the other runner
+      const takenOver = (rerun[1] as unknown as { readonly t: number }).t
+      console.log(`failover (kill -9 to the interrupted call running again elsewhere): ${takenOver - killedAt} ms`)
       const { result, violations } = resultAndViolations(s.result, s.events)
       assert.strictEqual(result.reason, "stop")
       assert.deepStrictEqual(violations, [])
