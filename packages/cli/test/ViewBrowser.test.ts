@@ -130,6 +130,12 @@ describe("agentloop view in a headless browser", () => {
       assert.include((yield* texts(page, "[data-testid=total-tokens]"))[0], "9,130 in · 306 out")
       assert.include((yield* texts(page, "[data-testid=total-cost]"))[0], "$0.0319")
 
+      // /compact and /model between the first two runs.
+      const markers = yield* texts(page, "[data-testid=run] .marker")
+      assert.strictEqual(markers.length, 2)
+      assert.include(markers[0], "context compacted: 6 message(s) summarised, 2 kept")
+      assert.include(markers[1], "model switched to claude-opus-4-1")
+
       // The invariant checks all pass on this session.
       assert.strictEqual(yield* count(page, "[data-testid=invariant][data-ok=true]"), 4)
       assert.include((yield* texts(page, "[data-testid=invariants] h2"))[0], "Invariants hold")

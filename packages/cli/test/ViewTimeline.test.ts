@@ -126,6 +126,10 @@ describe("buildTimeline", () => {
     assert.strictEqual(second!.lanes[1]!.skipReason, "denied")
     assert.strictEqual(third!.stopReason, "stop")
 
+    // /compact and /model between runs: after the first run's turns.
+    assert.deepStrictEqual(timeline.runs[0]!.compactions.map((c) => [c.beforeTurn, c.summarized, c.kept]), [[4, 6, 2]])
+    assert.deepStrictEqual(timeline.runs[0]!.modelChanges, [{ at: T + 40000, beforeTurn: 4, model: "claude-opus-4-1" }])
+
     const aborted = timeline.runs[1]!
     assert.strictEqual(aborted.end?.error, "interrupted by the user (Ctrl-C)")
     assert.strictEqual(aborted.turns[0]!.lanes[0]!.status, "interrupted")

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import type { Usage } from "@agentloop/core"
-import type { Lane, LaneStatus, Run, Timeline, Turn } from "./Timeline.ts"
+import type { Compaction, Lane, LaneStatus, Run, Timeline, Turn } from "./Timeline.ts"
 
 const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : c === '"' ? "&quot;" : "&#39;")
@@ -135,6 +135,23 @@ const renderLane = (lane: Lane, turn: Turn, span: { start: number; length: numbe
 </div>`
 }
 
+const renderCompaction = (c: Compaction): string =>
+  `<div class="marker compaction" data-testid="compaction">⇣ context compacted${
+    c.summarized === undefined ? "" : `: ${c.summarized} message(s) summarised`
+  }${c.kept === undefined ? "" : `, ${c.kept} kept`}${c.usage === undefined ? "" : ` · ${escapeHtml(usageText(c.usage))}`}${
+    c.summary === undefined ? "" : `<details><summary>summary</summary><pre>${escapeHtml(clip(c.summary, 4000))}</pre></details>`
+  }</div>`
+
+/** The compactions and model switches of a run placed before the turns `where` accepts, in time order. */
+const renderMarkers = (run: Run, where: (beforeTurn: number) => boolean): string =>
+  [
+    ...run.compactions.filter((c) => where(c.beforeTurn)).map((c) => ({ at: c.at, html: renderCompaction(c) })),
+    ...run.modelChanges.filter((m) => where(m.beforeTurn)).map((m) => ({
+      at: m.at,
+      html: `<div class="marker model-change" data-testid="model-change">⇄ model switched to <b>${escapeHtml(m.model)}</b></div>`
+    }))
+  ].sort((a, b) => a.at - b.at).map((marker) => marker.html).join("")
+
 const renderTurn = (run: Run, turn: Turn): string => {
   const start = turn.startedAt ?? turn.lanes.find((l) => l.startedAt !== undefined)?.startedAt
   const end = turn.endedAt
@@ -161,14 +178,7 @@ const renderTurn = (run: Run, turn: Turn): string => {
     "" :
     `<div class="error-text" data-testid="turn-error">${escapeHtml(clip(turn.errorMessage, 600))}</div>`
   const text = turn.text.trim() === "" ? "" : `<div class="turn-text">${escapeHtml(clip(turn.text.trim(), 600))}</div>`
-  const compactions = run.compactions.filter((c) => c.beforeTurn === turn.index).map((c) =>
-    `<div class="compaction" data-testid="compaction">⇣ context compacted${
-      c.summarized === undefined ? "" : `: ${c.summarized} message(s) summarised`
-    }${c.kept === undefined ? "" : `, ${c.kept} kept`}${c.usage === undefined ? "" : ` · ${escapeHtml(usageText(c.usage))}`}${
-      c.summary === undefined ? "" : `<details><summary>summary</summary><pre>${escapeHtml(clip(c.summary, 4000))}</pre></details>`
-    }</div>`
-  ).join("")
-  return `${compactions}<div class="turn" data-testid="turn" data-lanes="${turn.lanes.length}">
+  return `${renderMarkers(run, (beforeTurn) => beforeTurn === turn.index)}<div class="turn" data-testid="turn" data-lanes="${turn.lanes.length}">
   <div class="turn-head">
     <span class="turn-title">Turn ${turn.index}</span>${stop}${parallel}
     <span class="spacer"></span>${tokens}
@@ -196,9 +206,6 @@ const renderRun = (run: Run): string => {
   const error = end !== undefined && end.reason !== "aborted" && end.error !== undefined ?
     `<div class="banner bad" data-testid="run-error">✗ ${escapeHtml(clip(end.error, 800))}</div>` :
     ""
-  const trailingCompactions = run.compactions.filter((c) => c.beforeTurn > run.turns.length).map(() =>
-    `<div class="compaction" data-testid="compaction">⇣ context compacted</div>`
-  ).join("")
   return `<section class="run" data-testid="run" data-reason="${escapeHtml(end?.reason ?? "unfinished")}">
   <div class="run-head">
     <span class="run-title">Run ${run.index}</span>${reason}
@@ -209,7 +216,9 @@ const renderRun = (run: Run): string => {
   }</span>
   </div>
   ${abort}${error}
-  ${run.turns.map((turn) => renderTurn(run, turn)).join("\n")}${trailingCompactions}
+  ${run.turns.map((turn) => renderTurn(run, turn)).join("\n")}${
+    renderMarkers(run, (beforeTurn) => beforeTurn > run.turns.length)
+  }
 </section>`
 }
 
@@ -438,7 +447,8 @@ details.system summary { cursor: pointer; }
 .approval.good { color: var(--good); background: var(--good-bg); } .approval.bad { color: var(--bad); background: var(--bad-bg); }
 .lane-detail { margin: 2px 6px 8px 26px; font-size: 12px; }
 .lane-detail .kv span { color: var(--muted); margin-right: 4px; }
-.compaction { margin: 12px 16px; padding: 6px 12px; border: 1px dashed var(--info); color: var(--info); border-radius: 8px; font-size: 12.5px; }
+.marker { margin: 12px 16px; padding: 6px 12px; border: 1px dashed var(--info); color: var(--info); border-radius: 8px; font-size: 12.5px; }
+.marker details summary { cursor: pointer; }
 .empty { color: var(--muted); }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 0 24px; }
 `

@@ -35,7 +35,8 @@ export type SessionHeader = typeof SessionHeader.Type
 
 /**
  * Every application record of a session file (see the session format: `run_start`, `turn_start`,
- * `tool_start`, `tool_end`, `approval`, `compaction`, `run_end`, and the `session` header).
+ * `tool_start`, `tool_end`, `approval`, `compaction`, `model` (a switch of model), `run_end`, and the
+ * `session` header).
  *
  * @since 0.1.0
  * @category schemas
@@ -69,6 +70,7 @@ export const SessionRecord = Schema.Union([
     summary: Schema.optionalKey(Message),
     usage: Schema.optionalKey(Usage)
   }),
+  Schema.Struct({ type: Schema.Literal("model"), at: At, model: Schema.String }),
   Schema.Struct({
     type: Schema.Literal("run_end"),
     at: At,
@@ -171,5 +173,6 @@ const knownTypes = new Set([
   "tool_end",
   "approval",
   "compaction",
+  "model",
   "run_end"
 ])

@@ -104,6 +104,18 @@ export interface Compaction {
 }
 
 /**
+ * A switch of model (`/model` in a chat): the turns from `beforeTurn` on ask it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ModelChange {
+  readonly at: number
+  readonly beforeTurn: number
+  readonly model: string
+}
+
+/**
  * One run: a prompt, its turns, and how it ended (`end` is absent when the file has no
  * `run_end` for it: the process was killed, or the run is still going).
  *
@@ -116,6 +128,8 @@ export interface Run {
   readonly startedAt: number | undefined
   readonly turns: ReadonlyArray<Turn>
   readonly compactions: ReadonlyArray<Compaction>
+  /** Model switches recorded while this run was the latest (a switch between runs comes after its turns). */
+  readonly modelChanges: ReadonlyArray<ModelChange>
   /** How the run ended: its `run_end` (absent when the file has none). */
   readonly end:
     | {
@@ -184,9 +198,10 @@ export interface Timeline {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 type LaneDraft = Mutable<Lane>
 type TurnDraft = Mutable<Omit<Turn, "lanes">> & { readonly lanes: Array<LaneDraft> }
-type RunDraft = Mutable<Omit<Run, "turns" | "compactions">> & {
+type RunDraft = Mutable<Omit<Run, "turns" | "compactions" | "modelChanges">> & {
   readonly turns: Array<TurnDraft>
   readonly compactions: Array<Compaction>
+  readonly modelChanges: Array<ModelChange>
 }
 
 const textOf = (message: Message): string => {
@@ -268,7 +283,12 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
   let lastAt: number | undefined
 
   const startRun = (at: number | undefined, prompt: string): RunDraft => {
-    const next: RunDraft = { index: runs.length + 1, prompt, startedAt: at, turns: [], compactions: [], end: undefined, runEnds: 0 }
+    const next: RunDraft = { index: runs.length + 1, prompt, startedAt: at, turns: [],
+      compactions: [],
+      modelChanges: [],
+      end: undefined,
+      runEnds: 0
+    }
     runs.push(next)
     run = next
     turn = undefined
@@ -375,6 +395,11 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
             summary: record.summary === undefined ? undefined : textOf(record.summary),
             usage: record.usage
           })
+          break
+        }
+        case "model": {
+          const owner = currentRun()
+          owner.modelChanges.push({ at: record.at, beforeTurn: owner.turns.length + 1, model: record.model })
           break
         }
         case "run_end": {
