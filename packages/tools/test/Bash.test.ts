@@ -2,7 +2,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { readdirSync, readFileSync } from "node:fs"
+import { execFile } from "node:child_process"
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { fileURLToPath } from "node:url"
 import {
   BASH_MAX_COMMAND_BYTES,
   BASH_OUTPUT_HEAD,
@@ -105,6 +108,33 @@ describe("bash", () => {
         assert.strictEqual(text(out).split("\n")[0], "1", "the command is PID 1 of its namespace")
       })
     ))
+
+  it.effect("as an unprivileged user too (user + PID namespace): the uid is kept and a setsid survivor is killed", () => {
+    const s = uniqueSleep()
+    return Effect.gen(function*() {
+      // the tests run as root on CI; a normal user gets `unshare --user --map-current-user ...`
+      assert.strictEqual(process.getuid?.(), 0, "this check needs root to switch to nobody")
+      const base = mkdtempSync(`${tmpdir()}/agentloop-user-`)
+      chmodSync(base, 0o777)
+      const probe = fileURLToPath(new URL("./fixtures/bash-as-user.ts", import.meta.url))
+      const shellQuote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`
+      const output = yield* Effect.promise(() =>
+        new Promise<string>((resolve, reject) =>
+          execFile(
+            "su",
+            ["nobody", "-s", "/bin/sh", "-c", [process.execPath, "--experimental-strip-types", "--no-warnings", probe, base,
+              `id -u; echo $$; setsid -f sleep ${s}; (sleep ${s} &); echo started`].map(shellQuote).join(" ")],
+            { cwd: fileURLToPath(new URL("..", import.meta.url)) },
+            (error, stdout) => error ? reject(error) : resolve(stdout)
+          )
+        )
+      ).pipe(Effect.ensuring(Effect.sync(() => rmSync(base, { recursive: true, force: true }))))
+      const { containment, out } = JSON.parse(output) as { containment: string; out: { content: Array<{ text: string }> } }
+      assert.strictEqual(containment, "pid-namespace")
+      assert.strictEqual(out.content[0]!.text, "65534\n1\nstarted\n")
+      assert.deepStrictEqual(running(s), [])
+    }).pipe(Effect.ensuring(reap(s)))
+  }, 10_000)
 
   it.effect("a non-zero exit is an error result with the code in details", () =>
     inWorkspace(() =>
