@@ -9,7 +9,9 @@ import type { Duration } from "effect"
 import { callbackSinkLayer, Model, startAgentLoop } from "@agentloop/core"
 import type { AgentRunResult, LoopEvent, Message, TranscriptEntry, Usage, UserMessage } from "@agentloop/core"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
-import { codingToolsLayer } from "@agentloop/tools"
+import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
+import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from "@agentloop/tools"
+import { NodeServices } from "@effect/platform-node"
 import { realpathSync, statSync } from "node:fs"
 import * as nodePath from "node:path"
 import { makeApprovalPolicy } from "./Approvals.ts"
@@ -25,7 +27,7 @@ import type { SessionLog } from "./Sessions.ts"
 import { stripControl } from "./Sanitize.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
 import type { Style } from "./Style.ts"
-import { installController, makeLineInput } from "./Terminal.ts"
+import { exitSoon, installController, makeLineInput } from "./Terminal.ts"
 import type { Controller, LineInput } from "./Terminal.ts"
 
 /**
@@ -63,6 +65,10 @@ export interface AgentFlags extends FlagSettings {
   readonly yes: boolean
   readonly continue: boolean
   readonly resume: Option.Option<string>
+  /** MCP servers to start (`--mcp "command args"`), repeatable. */
+  readonly mcp: ReadonlyArray<string>
+  /** MCP servers to connect to over HTTP (`--mcp-url URL`), repeatable. */
+  readonly mcpUrl: ReadonlyArray<string>
 }
 
 /** The workspace: the folder given (never an empty string) or the current one. */
@@ -118,15 +124,25 @@ const modelOf = (settings: Settings, model: string) =>
     return context
   })
 
-/** The variables bash must not see: the known provider keys and the one named by apiKeyEnv. */
-const toolsLayer = (root: string, settings: Settings) => {
-  // `codingToolsLayer(root, { bash: { hideEnv } })` (see @agentloop/tools' environment policy)
-  const make = codingToolsLayer as (
-    root: string,
-    options?: { readonly bash?: { readonly hideEnv?: ReadonlyArray<string> } }
-  ) => ReturnType<typeof codingToolsLayer>
-  return make(root, { bash: { hideEnv: settings.apiKeyEnv === undefined ? [] : [settings.apiKeyEnv] } })
-}
+/**
+ * The tools: the coding tools (bash never sees the known provider keys nor the one named by
+ * apiKeyEnv), plus the tools of the MCP servers of the config file's `mcpServers` and of
+ * `--mcp` / `--mcp-url`.
+ */
+const toolsLayer = (root: string, settings: Settings, flags: AgentFlags) =>
+  Effect.gen(function*() {
+    const hideEnv = settings.apiKeyEnv === undefined ? [] : [settings.apiKeyEnv]
+    const fromFile = settings.mcpServers === undefined ? [] : yield* decodeMcpServers(settings.mcpServers)
+    const fromFlags = yield* serversFromFlags({ mcp: flags.mcp, mcpUrl: flags.mcpUrl }, fromFile.map((s) => s.name))
+    const servers = [...fromFile, ...fromFlags]
+    if (servers.length === 0) return codingToolsLayer(root, { bash: { hideEnv } })
+    return mcpExecutorLayer(codingTools).pipe(
+      Layer.provideMerge(mcpToolsLayer(servers)),
+      Layer.provide(workspaceLayer(root)),
+      Layer.provide(bashOptionsLayer({ hideEnv })),
+      Layer.provide(NodeServices.layer)
+    )
+  })
 
 const formatTokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n))
 
@@ -195,8 +211,11 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
       return yield* Effect.fail(new CliError(`a model name is needed with provider ${settings.provider} (--model NAME)`))
     }
     let modelContext: Context.Context<Model> = yield* modelOf(settings, modelName ?? "")
-    const executor = yield* Layer.build(toolsLayer(root, settings)).pipe(
-      Effect.mapError((e) => new CliError(`cannot open the workspace ${root}: ${e.message}`))
+    const tools = yield* toolsLayer(root, settings, flags).pipe(Effect.mapError((e) => new CliError(e.message)))
+    const executor = yield* Layer.build(tools).pipe(
+      Effect.mapError((e) =>
+        new CliError(e._tag === "PlatformError" ? `cannot open the workspace ${root}: ${e.message}` : e.message)
+      )
     )
     const renderer = yield* makeRenderer({ write: out, style, live: process.stdout.isTTY === true, columns: process.stdout.columns })
     const input = yield* makeLineInput(controller)
@@ -365,15 +384,6 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
       sessionFile: () => log.file
     } satisfies Agent
   })
-
-/**
- * Ends the process shortly after the command is done: idle keep-alive connections of the HTTP
- * client would otherwise hold it open for seconds. Everything has been written and every scope
- * (tools, files) closed by then.
- */
-const exitSoon = Effect.sync(() => {
-  setTimeout(() => process.exit(), 50)
-})
 
 const reportCliError = (e: CliError) =>
   Effect.sync(() => {

@@ -20,6 +20,7 @@
  */
 import { Effect, Stream } from "effect"
 import type { AssistantMessage, Message, Model, ModelError, Usage, UserMessage } from "@agentloop/core"
+import { modelInfo } from "@agentloop/providers"
 
 /**
  * Share of the context window past which a request is compacted.
@@ -64,12 +65,15 @@ export const KNOWN_CONTEXT_WINDOWS: ReadonlyArray<readonly [string, number]> = [
 ]
 
 /**
- * The context window of `model` from the built-in table, if known.
+ * The context window of `model`: from the providers' model table (`modelInfo`), else from the
+ * small built-in table above, else unknown (no automatic compaction).
  *
  * @since 0.1.0
  * @category compaction
  */
 export const knownContextWindow = (model: string): number | undefined => {
+  const known = modelInfo(model).contextWindow
+  if (known !== undefined) return known
   const name = model.includes("/") ? model.slice(model.lastIndexOf("/") + 1) : model
   return KNOWN_CONTEXT_WINDOWS.find(([prefix]) => name.startsWith(prefix))?.[1]
 }

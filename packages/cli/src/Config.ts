@@ -56,6 +56,7 @@ export const ConfigFile = Schema.Struct({
     idle: Schema.optionalKey(Duration),
     request: Schema.optionalKey(Duration)
   })),
+  /** MCP servers, in the Claude Desktop format (checked by `@agentloop/mcp`'s `decodeMcpServers`). */
   mcpServers: Schema.optionalKey(Schema.Unknown)
 })
 /**

@@ -269,3 +269,15 @@ export const makeLineInput = (controller: Controller): Effect.Effect<LineInput, 
         })
     } satisfies LineInput
   })
+
+/**
+ * Ends the process shortly after a command is done: idle keep-alive connections of the HTTP
+ * client would otherwise hold it open for seconds. Everything has been written and every scope
+ * (tools, files) closed by then; `process.exitCode` is kept.
+ *
+ * @since 0.1.0
+ * @category stopping
+ */
+export const exitSoon: Effect.Effect<void> = Effect.sync(() => {
+  setTimeout(() => process.exit(), 50)
+})

@@ -1,19 +1,19 @@
 /**
  * Every file the CLI itself writes (session logs, the demo project) goes through this module, and
- * only inside the workspace: each folder on the way is checked to be a real folder (not a link),
- * files are opened with `O_NOFOLLOW`, new files with `O_EXCL`. A path that leads out of the
- * workspace, or through a link, is refused with a one-line error.
- *
- * (This is the CLI's own small layer, written while `@agentloop/tools` gains its race-free
- * `WorkspaceFiles`; switching to it is a change to this file only.)
+ * only inside the workspace, through `@agentloop/tools`' confined file layer (`WorkspaceFiles`):
+ * each path is walked from the opened workspace root without following links (race-free on
+ * Linux), new files are created exclusively, files are replaced atomically. A path that leads out
+ * of the workspace, or through a link, is refused with a one-line error.
  *
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
-import { constants } from "node:fs"
-import * as fsp from "node:fs/promises"
-import * as nodePath from "node:path"
+import { NodeServices } from "@effect/platform-node"
+import { makeWorkspace, Workspace, WorkspaceFiles } from "@agentloop/tools"
+
+/** The confined layer's error (reason, path, one-line message). */
+type WorkspaceFileError = ReturnType<typeof WorkspaceFiles.createFile> extends Effect.Effect<unknown, infer E, unknown> ? E : never
 
 /**
  * A write inside the workspace failed or was refused.
@@ -27,51 +27,30 @@ export class WorkspaceWriteError extends Schema.TaggedError<WorkspaceWriteError>
   message: Schema.String
 }) {}
 
-const codeOf = (e: unknown) => (e as { code?: unknown } | null)?.code
+const OUTSIDE = new Set(["Outside", "TooManyLinks", "InvalidPath", "HardLinked", "NotRegularFile", "IsDirectory"])
 
-const ioError = (path: string, what: string) => (e: unknown) => {
-  const code = codeOf(e)
-  if (code === "EEXIST") {
-    return new WorkspaceWriteError({ path, reason: "AlreadyExists", message: `${path} already exists` })
-  }
-  if (code === "ELOOP") {
-    return new WorkspaceWriteError({ path, reason: "Outside", message: `${path} is a link; the CLI does not write through links` })
-  }
-  const detail = typeof code === "string" ? code : e instanceof Error ? e.message.split("\n")[0] : String(e)
-  return new WorkspaceWriteError({ path, reason: "Io", message: `cannot ${what} ${path}: ${detail}` })
-}
-
-/** The parts of `path` relative to `root`, or a refusal when it leads out. */
-const partsOf = (root: string, path: string): Effect.Effect<Array<string>, WorkspaceWriteError> => {
-  const relative = nodePath.relative(root, nodePath.resolve(root, path))
-  if (relative === "" || relative.startsWith(`..${nodePath.sep}`) || relative === ".." || nodePath.isAbsolute(relative)) {
-    return Effect.fail(new WorkspaceWriteError({ path, reason: "Outside", message: `${path} is outside the workspace ${root}` }))
-  }
-  return Effect.succeed(relative.split(nodePath.sep))
-}
-
-/** Checks (and with `create`, makes) each folder of `parts` under `root`: real folders only. */
-const walkFolders = (root: string, parts: ReadonlyArray<string>, shown: string) =>
-  Effect.tryPromise({
-    try: async () => {
-      let current = root
-      for (const part of parts) {
-        current = nodePath.join(current, part)
-        let info
-        try {
-          info = await fsp.lstat(current)
-        } catch (e) {
-          if (codeOf(e) !== "ENOENT") throw e
-          await fsp.mkdir(current)
-          info = await fsp.lstat(current)
-        }
-        if (info.isSymbolicLink()) throw Object.assign(new Error("link"), { code: "ELOOP" })
-        if (!info.isDirectory()) throw Object.assign(new Error("not a folder"), { code: "ENOTDIR" })
-      }
-      return current
-    },
-    catch: ioError(shown, "create the folders of")
-  })
+const confined = <A, R extends Workspace | Scope.Scope>(
+  root: string,
+  effect: Effect.Effect<A, WorkspaceFileError, R>
+): Effect.Effect<A, WorkspaceWriteError, Exclude<R, Workspace>> =>
+  effect.pipe(
+    Effect.mapError((e) =>
+      new WorkspaceWriteError({
+        path: e.path,
+        reason: e.reason === "AlreadyExists" ? "AlreadyExists" : OUTSIDE.has(e.reason) ? "Outside" : "Io",
+        message: e.message
+      })
+    ),
+    Effect.provideServiceEffect(
+      Workspace,
+      makeWorkspace(root).pipe(
+        Effect.provide(NodeServices.layer),
+        Effect.mapError((e) =>
+          new WorkspaceWriteError({ path: root, reason: "Io", message: `cannot open the workspace ${root}: ${e.message}` })
+        )
+      )
+    )
+  ) as Effect.Effect<A, WorkspaceWriteError, Exclude<R, Workspace>>
 
 /**
  * Makes the folder `path` (and its parents) inside the workspace.
@@ -80,15 +59,7 @@ const walkFolders = (root: string, parts: ReadonlyArray<string>, shown: string) 
  * @category files
  */
 export const makeDirectory = (root: string, path: string): Effect.Effect<void, WorkspaceWriteError> =>
-  Effect.flatMap(partsOf(root, path), (parts) => Effect.asVoid(walkFolders(root, parts, path)))
-
-const openFile = (root: string, path: string, flags: number) =>
-  Effect.flatMap(partsOf(root, path), (parts) =>
-    Effect.flatMap(walkFolders(root, parts.slice(0, -1), path), (folder) =>
-      Effect.tryPromise({
-        try: () => fsp.open(nodePath.join(folder, parts[parts.length - 1]!), flags | constants.O_NOFOLLOW, 0o644),
-        catch: ioError(path, "open")
-      })))
+  confined(root, WorkspaceFiles.makeDirectory(path))
 
 /**
  * Creates `path` with `content`; fails with reason `AlreadyExists` when there is a file there
@@ -98,24 +69,16 @@ const openFile = (root: string, path: string, flags: number) =>
  * @category files
  */
 export const createFile = (root: string, path: string, content: string): Effect.Effect<void, WorkspaceWriteError> =>
-  Effect.acquireUseRelease(
-    openFile(root, path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL),
-    (handle) => Effect.tryPromise({ try: () => handle.writeFile(content), catch: ioError(path, "write") }),
-    (handle) => Effect.promise(() => handle.close())
-  )
+  confined(root, WorkspaceFiles.createFile(path, content))
 
 /**
- * Writes `path` with `content`, replacing a regular file there (never through a link).
+ * Writes `path` with `content`, replacing a regular file there atomically (never through a link).
  *
  * @since 0.1.0
  * @category files
  */
 export const writeFile = (root: string, path: string, content: string): Effect.Effect<void, WorkspaceWriteError> =>
-  Effect.acquireUseRelease(
-    openFile(root, path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC),
-    (handle) => Effect.tryPromise({ try: () => handle.writeFile(content), catch: ioError(path, "write") }),
-    (handle) => Effect.promise(() => handle.close())
-  )
+  confined(root, WorkspaceFiles.writeFile(path, content))
 
 /**
  * A file open for appending.
@@ -124,7 +87,7 @@ export const writeFile = (root: string, path: string, content: string): Effect.E
  * @category models
  */
 export interface AppendFile {
-  /** Writes `data` whole at the end of the file (one write call). */
+  /** Writes `data` whole at the end of the file. */
   readonly append: (data: string) => Effect.Effect<void, WorkspaceWriteError>
 }
 
@@ -140,36 +103,28 @@ export const openAppend = (
   path: string,
   exclusive = false
 ): Effect.Effect<AppendFile, WorkspaceWriteError, Scope.Scope> =>
-  Effect.map(
-    Effect.acquireRelease(
-      openFile(root, path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | (exclusive ? constants.O_EXCL : 0)),
-      (handle) => Effect.promise(() => handle.close())
-    ),
-    (handle) => ({
-      append: (data) =>
-        Effect.tryPromise({ try: () => handle.appendFile(data, "utf8"), catch: ioError(path, "append to") })
-    })
-  )
+  Effect.gen(function*() {
+    if (exclusive) yield* createFile(root, path, "")
+    const file = yield* confined(root, WorkspaceFiles.openAppend(path))
+    return {
+      append: (data: string) => confined(root, file.append(data))
+    }
+  })
+
+/** Session files may be large; reading one back is bounded by this. */
+const MAX_SESSION_BYTES = 512 * 1024 * 1024
 
 /**
  * Cuts a torn last line (no newline at the end, left by a crash) off the file at `path`, so lines
- * appended next do not join it. Returns whether it cut anything.
+ * appended next do not join it (the file is rewritten atomically). Returns whether it cut anything.
  *
  * @since 0.1.0
  * @category files
  */
 export const cutTornLine = (root: string, path: string): Effect.Effect<boolean, WorkspaceWriteError> =>
-  Effect.acquireUseRelease(
-    openFile(root, path, constants.O_RDWR),
-    (handle) =>
-      Effect.tryPromise({
-        try: async () => {
-          const bytes = await handle.readFile()
-          if (bytes.length === 0 || bytes[bytes.length - 1] === 0x0a) return false
-          await handle.truncate(bytes.lastIndexOf(0x0a) + 1)
-          return true
-        },
-        catch: ioError(path, "repair")
-      }),
-    (handle) => Effect.promise(() => handle.close())
-  )
+  Effect.gen(function*() {
+    const bytes = yield* confined(root, WorkspaceFiles.readFile(path, MAX_SESSION_BYTES))
+    if (bytes.length === 0 || bytes[bytes.length - 1] === 0x0a) return false
+    yield* confined(root, WorkspaceFiles.writeFile(path, bytes.subarray(0, bytes.lastIndexOf(0x0a) + 1)))
+    return true
+  })

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, Option } from "effect"
+import { Deferred, Effect, Layer, Option } from "effect"
 import { Argument, Command, Flag } from "effect/cli"
 import { NodeServices } from "@effect/platform-node"
 import { mkdirSync, mkdtempSync, realpathSync } from "node:fs"
@@ -20,6 +20,8 @@ import { ProviderName } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
+import { exitSoon, installController } from "./Terminal.ts"
+import type { Controller } from "./Terminal.ts"
 import { viewSession } from "./view/index.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
@@ -61,6 +63,15 @@ const maxTokensFlag = Flag.Int("max-tokens").pipe(Flag.withDescription("output t
 /** A failure of the command that the user can act on; printed without a stack trace. */
 class UsageError extends Error {
   readonly _tag = "UsageError"
+}
+
+/** The demo was stopped by a signal or a closed output (the code to exit with). */
+class Stopped {
+  readonly _tag = "Stopped"
+  readonly code: number
+  constructor(code: number) {
+    this.code = code
+  }
 }
 
 interface ModelChoice {
@@ -144,7 +155,15 @@ const demo = Command.make("demo", {
 }, (config) =>
   Effect.scoped(Effect.gen(function*() {
     const style = makeStyle(wantsColor(process.stdout.isTTY, process.env))
-    const write = (text: string) => void process.stdout.write(text)
+    // Ctrl-C, SIGTERM, SIGHUP and a closed output pipe stop the session through its scopes (the
+    // tools' processes are killed, the transcript keeps every call paired), then the demo exits
+    let controller: Controller | undefined
+    const write = (text: string) => {
+      if (controller?.outputClosed() !== true && !process.stdout.destroyed) process.stdout.write(text)
+    }
+    controller = yield* installController((text) => write(`${style.yellow(text)}\n`))
+    const stop = controller
+    stop.setRun(Effect.sync(() => stop.requestExit(130)))
     const renderer = yield* makeRenderer({
       write,
       style,
@@ -172,7 +191,11 @@ const demo = Command.make("demo", {
       maxSteps: config.maxSteps,
       continuations: 2,
       renderer
-    }).pipe(Effect.provide(codingToolsLayer(root)), Effect.provideContext(model))
+    }).pipe(
+      Effect.provide(codingToolsLayer(root, { bash: { hideEnv: Option.toArray(config.apiKeyEnv) } })),
+      Effect.provideContext(model),
+      Effect.raceFirst(Effect.flatMap(Deferred.await(stop.exit), (code) => Effect.fail(new Stopped(code))))
+    )
     const first = report.runs[0]!
     if (config.provider !== "scripted" && first.reason === "error" && first.steps <= 1) {
       const where = Option.getOrElse(config.baseUrl, () => "the provider's API")
@@ -206,7 +229,12 @@ const demo = Command.make("demo", {
       Effect.sync(() => {
         process.stderr.write(`agentloop: ${e.message}\n`)
         process.exitCode = 1
-      }))
+      })),
+    Effect.catchTag("Stopped", (e) =>
+      Effect.sync(() => {
+        process.exitCode = e.code
+      })),
+    Effect.ensuring(exitSoon)
   )).pipe(Command.withDescription(
     "Run a coding session in a fresh temporary folder holding a small project with a bug: the model fixes it " +
       "with the read, write, edit and bash tools. By default the model is the built-in scripted one (no network, " +
@@ -243,7 +271,15 @@ const agentFlags = {
   requestTimeout: optionalString("request-timeout", "longest time for one model request"),
   yes: Flag.Boolean("yes").pipe(Flag.withAlias("y"), Flag.withDescription("allow every tool call without asking"), Flag.withDefault(false)),
   continue: Flag.Boolean("continue").pipe(Flag.withAlias("c"), Flag.withDescription("continue the latest session"), Flag.withDefault(false)),
-  resume: optionalString("resume", "continue the session with this id (see agentloop sessions)")
+  resume: optionalString("resume", "continue the session with this id (see agentloop sessions)"),
+  mcp: Flag.String("mcp").pipe(
+    Flag.withDescription("start an MCP server and give its tools to the model, e.g. --mcp \"npx -y @modelcontextprotocol/server-everything\" (repeatable)"),
+    Flag.atLeast(0)
+  ),
+  mcpUrl: Flag.String("mcp-url").pipe(
+    Flag.withDescription("connect to an MCP server over streamable HTTP (repeatable)"),
+    Flag.atLeast(0)
+  )
 }
 
 const run = Command.make("run", { ...agentFlags, task: Argument.String("task") }, runCommand).pipe(

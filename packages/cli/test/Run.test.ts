@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { loadTranscript, pairingViolations } from "@agentloop/core"
 import type { Message } from "@agentloop/core"
 import { Effect } from "effect"
@@ -16,16 +17,23 @@ describe("agentloop run (in a pipe)", () => {
     const ws = makeWorkspace()
     const server = await scriptServer([
       { calls: [{ id: "c1", name: "write", args: { path: "hello.txt", content: "hi\n" } }], usage: { input: 100, output: 10 } },
-      { calls: [{ id: "c2", name: "bash", args: { command: "cat hello.txt; printf '\\033]52;c;ZXZpbA==\\007\\033[2J'" } }], usage: { input: 120, output: 12 } },
+      { calls: [{ id: "c2", name: "bash", args: { command: "cat hello.txt; env; printf '\\033]52;c;ZXZpbA==\\007\\033[2J'" } }], usage: { input: 120, output: 12 } },
       { text: `done \u001b[2Jcleared? \u001b]0;title\u0007no.`, usage: { input: 130, output: 5, cached: 100 } }
     ])
     try {
-      const cli = startCli(["run", "--yes", ...providerFlags(server), "write hello.txt"], { cwd: ws, env: testEnv(ws) })
+      const cli = startCli(["run", "--yes", ...providerFlags(server), "--api-key-env", "AGENTLOOP_TEST_KEY", "write hello.txt"], {
+        cwd: ws,
+        env: testEnv(ws, { AGENTLOOP_TEST_KEY: "sk-secret-4242", OPENAI_API_KEY: "sk-openai-4242" })
+      })
       const { code } = await cli.exited
       const out = cli.output()
       assert.strictEqual(code, 0, out + cli.stderr())
       assert.include(out, "✓ write hello.txt")
       assert.include(out, "✓ bash cat hello.txt")
+      const third = JSON.stringify(server.bodies[2]!.body["messages"])
+      assert.include(third, "PATH=", "bash ran env")
+      assert.notInclude(third, "sk-secret-4242", "bash does not see the key named by --api-key-env")
+      assert.notInclude(third, "sk-openai-4242", "nor the known provider keys")
       assert.include(out, "done cleared? no.")
       assert.notInclude(out, ESC, "no escape sequence reaches a pipe (model text, tool output, our own colours)")
       assert.include(out, "usage: 250 tokens in (100 cached), 27 out", out)
@@ -92,6 +100,31 @@ describe("agentloop run (in a pipe)", () => {
       assert.strictEqual(c.code, 2)
       assert.match(usage.stderr(), /^agentloop: no model configured: pass --provider[^\n]*\n$/)
       assert.strictEqual(usage.output(), "")
+    } finally {
+      await server.close()
+    }
+  }, 120_000)
+
+  it("--mcp starts an MCP server whose tools the model can call next to the coding tools", async () => {
+    const ws = makeWorkspace()
+    const fixture = fileURLToPath(new URL("../../mcp/test/fixtures/misbehaving-server.ts", import.meta.url))
+    let echo = ""
+    const server = await scriptServer((body, index) => {
+      if (index === 0) {
+        const names = (body["tools"] as Array<{ function: { name: string } }>).map((t) => t.function.name)
+        echo = names.find((n) => n.endsWith("__echo")) ?? "missing"
+        return { calls: [{ id: "m1", name: echo, args: { text: "hello over mcp" } }] }
+      }
+      return { text: "ok" }
+    })
+    try {
+      const cli = startCli(["run", "--yes", ...providerFlags(server), "--mcp", `${process.execPath} ${fixture}`, "use mcp"], { cwd: ws, env: testEnv(ws) })
+      const { code } = await cli.exited
+      assert.strictEqual(code, 0, cli.output() + cli.stderr())
+      const names = (server.bodies[0]!.body["tools"] as Array<{ function: { name: string } }>).map((t) => t.function.name)
+      assert.includeMembers(names, ["read", "write", "edit", "bash", echo])
+      const second = server.bodies[1]!.body["messages"] as Array<{ role: string; content: string }>
+      assert.include(second[second.length - 1]!.content, "hello over mcp", cli.output())
     } finally {
       await server.close()
     }
