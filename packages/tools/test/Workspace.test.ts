@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem } from "effect"
-import { Workspace } from "@agentloop/tools"
+import { Cause, Effect, Exit, FileSystem, Layer } from "effect"
+import { NodeServices } from "@effect/platform-node"
+import { Workspace, workspaceLayer } from "@agentloop/tools"
 import { inWorkspace } from "./helpers.ts"
 
 const refused = (path: string) =>
@@ -76,4 +77,11 @@ describe("workspace confinement", () => {
 
   it.effect("an empty path is refused", () =>
     inWorkspace(() => Effect.map(refused(""), (e) => assert.strictEqual(e.message, "Path is empty"))))
+
+  it.effect("an empty root is refused, not taken as the current folder", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Effect.scoped(Layer.build(workspaceLayer(""))))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.include(String(Cause.squash(Exit.isFailure(exit) ? exit.cause : Cause.empty)), "the workspace root is empty")
+    }).pipe(Effect.provide(NodeServices.layer)))
 })
