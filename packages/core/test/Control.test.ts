@@ -151,6 +151,29 @@ describe("policies and approvals", () => {
       assert.isFalse(run.events.some((e) => e.type === "tool_start"))
     }))
 
+  it.effect("after an abort, no further call is put to the person for approval", () =>
+    Effect.gen(function*() {
+      const controller = new AbortController()
+      const first = probeTool(echoTool("first"))
+      const second = probeTool(echoTool("second"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "first"), toolCall("b", "second")])],
+        [exclusiveTool("first", first.tool), second.tool],
+        { policy: () => ask, signal: controller.signal },
+        (event) => {
+          if (event.type === "approval_request") Deferred.doneUnsafe(event.answer, Exit.succeed({ approved: true }))
+          if (event.type === "tool_end" && event.result.toolCallId === "a") controller.abort()
+        }
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "aborted")
+      const asked = run.events.flatMap((e) => e.type === "approval_request" ? [e.call.id] : [])
+      assert.deepStrictEqual(asked, ["a"])
+      assert.strictEqual(yield* second.executions, 0)
+      assert.deepStrictEqual(results(result.messages).map((r) => r.details), [undefined, { skipped: true, reason: "aborted" }])
+    }))
+
   it.effect("abort while waiting for approval pairs the call like any aborted call; nothing runs", () =>
     Effect.gen(function*() {
       const controller = new AbortController()
