@@ -25,7 +25,9 @@ import type { Controller } from "./Terminal.ts"
 import { viewSession } from "./view/index.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
-const workspaceFlag = Flag.Directory("workspace", { mustExist: false }).pipe(
+// a plain string, so an empty value reaches the check that refuses it (a path flag would turn it
+// into the current folder)
+const workspaceFlag = Flag.String("workspace").pipe(
   Flag.withDescription("folder to work in (default: a fresh temporary folder with the demo project)"),
   Flag.optional
 )
