@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Console, Effect, FileSystem, Path, Schema } from "effect"
+import { Console, Effect, FileSystem, Option, Path, Schema } from "effect"
 import type { Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -129,19 +129,35 @@ export const resolveSessionFile = Effect.fn("Viewer.resolveSessionFile")(functio
   return path.join(dir, dated[0]!.name)
 })
 
+const unreadable = (file: string) => (error: { readonly message: string }) =>
+  new ViewError({ reason: "Unreadable", message: `cannot read ${file}: ${error.message}` })
+
 /**
- * Reads and parses a session file.
+ * A token that changes when the session file changes (its size and modification time), found
+ * without reading the file: the page asks for it every two seconds.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const sessionVersion = Effect.fn("Viewer.sessionVersion")(function*(file: string) {
+  const fs = yield* FileSystem.FileSystem
+  const info = yield* fs.stat(file).pipe(Effect.mapError(unreadable(file)))
+  return `${info.size}-${Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => 0)}`
+})
+
+/**
+ * Reads and parses a session file, with its version (taken before reading, so a change made
+ * while reading shows as a newer version on the next poll).
  *
  * @since 0.1.0
  * @category sessions
  */
 export const readSession = Effect.fn("Viewer.readSession")(function*(file: string) {
   const fs = yield* FileSystem.FileSystem
-  const text = yield* fs.readFileString(file).pipe(
-    Effect.mapError((error) => new ViewError({ reason: "Unreadable", message: `cannot read ${file}: ${error.message}` }))
-  )
+  const version = yield* sessionVersion(file)
+  const text = yield* fs.readFileString(file).pipe(Effect.mapError(unreadable(file)))
   const lines: Array<SessionLine> = parseSessionText(text)
-  return { lines, version: String(text.length) }
+  return { lines, version }
 })
 
 /**
@@ -188,8 +204,8 @@ const handler = (file: string, allowedHosts: ReadonlySet<string>) =>
         })
       }
       case "/api/version": {
-        const session = yield* Effect.result(readSession(file))
-        return respond(session._tag === "Failure" ? "" : session.success.version, "text/plain")
+        const version = yield* Effect.result(sessionVersion(file))
+        return respond(version._tag === "Failure" ? "" : version.success, "text/plain")
       }
       default:
         return respond("not found\n", "text/plain", 404)
