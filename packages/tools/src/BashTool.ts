@@ -177,12 +177,20 @@ let detected: Containment | undefined
  * @since 0.1.0
  * @category constructors
  */
-export const detectContainment: Effect.Effect<Containment, never, ChildProcessSpawner.ChildProcessSpawner> = Effect.suspend(() => {
+export const detectContainment: Effect.Effect<
+  Containment,
+  never,
+  ChildProcessSpawner.ChildProcessSpawner
+> = Effect.suspend(() => {
   if (detected !== undefined) return Effect.succeed(detected)
   if (process.platform !== "linux") return Effect.succeed<Containment>("process-group")
   return Effect.scoped(
     Effect.flatMap(
-      ChildProcess.make("unshare", [...namespaceArgs(), "true"], { stdin: "ignore", stdout: "ignore", stderr: "ignore" }),
+      ChildProcess.make("unshare", [...namespaceArgs(), "true"], {
+        stdin: "ignore",
+        stdout: "ignore",
+        stderr: "ignore"
+      }),
       (handle) => handle.exitCode
     )
   ).pipe(
@@ -248,8 +256,8 @@ export const bashTool = defineTool({
       const commandBytes = Buffer.byteLength(command, "utf8")
       if (commandBytes > BASH_MAX_COMMAND_BYTES) {
         return yield* new ToolError({
-          message: `command is ${commandBytes} bytes, over the ${BASH_MAX_COMMAND_BYTES}-byte limit; write a script with the ` +
-            "write tool and run it"
+          message: `command is ${commandBytes} bytes, over the ${BASH_MAX_COMMAND_BYTES}-byte limit; ` +
+            "write a script with the write tool and run it"
         })
       }
       const workspace = yield* Workspace

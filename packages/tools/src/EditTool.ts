@@ -49,10 +49,11 @@ const replace = (text: string, needle: string, replacement: string, all: boolean
   return { text: parts.join(""), count }
 }
 
-/** The unified diff of an edit, cut to about `EDIT_MAX_DIFF_CHARS`; bounded in time (at most 200 edits searched per region). */
+/** The unified diff of an edit, cut to about `EDIT_MAX_DIFF_CHARS`; bounded in time (200 edits searched per region). */
 const diffOf = (before: string, after: string): string => {
   if (before.length + after.length > EDIT_MAX_DIFF_INPUT_CHARS) {
-    return `[diff not shown: the file is over ${EDIT_MAX_DIFF_INPUT_CHARS / 2} characters; use bash (git diff) to see it]`
+    const over = EDIT_MAX_DIFF_INPUT_CHARS / 2
+    return `[diff not shown: the file is over ${over} characters; use bash (git diff) to see it]`
   }
   const unified = TextDiff.unified(TextDiff.lines(before, after, { maxEdits: 200 }))
   return keepHeadAndTail(unified, EDIT_MAX_DIFF_CHARS / 2, EDIT_MAX_DIFF_CHARS / 2).text
@@ -80,7 +81,9 @@ export const editTool = defineTool({
       const workspace = yield* Workspace
       const files = new Confined(workspace.root)
       if (oldText.length === 0) return yield* new ToolError({ message: "oldText is empty; use write to create a file" })
-      if (oldText === newText) return yield* new ToolError({ message: "oldText and newText are the same; nothing to change" })
+      if (oldText === newText) {
+        return yield* new ToolError({ message: "oldText and newText are the same; nothing to change" })
+      }
       let before = ""
       let after = ""
       let count = 0
@@ -92,12 +95,14 @@ export const editTool = defineTool({
             mustExist: { maxBytes: EDIT_MAX_FILE_BYTES },
             content: (current, shown) => {
               const bytes = current!.bytes
-              if (looksBinary(bytes)) throw new ToolError({ message: `${shown} is a binary file; edit only changes text` })
+              if (looksBinary(bytes)) {
+                throw new ToolError({ message: `${shown} is a binary file; edit only changes text` })
+              }
               const text = decodeUtf8(bytes, { keepBom: true })
               if (text === undefined) {
                 throw new ToolError({
-                  message: `${shown} is not valid UTF-8; edit would change bytes it does not touch, so it refuses (use bash, ` +
-                    "e.g. sed or iconv)"
+                  message: `${shown} is not valid UTF-8; edit would change bytes it does not touch, so it ` +
+                    "refuses (use bash, e.g. sed or iconv)"
                 })
               }
               before = text
@@ -113,13 +118,15 @@ export const editTool = defineTool({
               }
               if (found === 0) {
                 throw new ToolError({
-                  message: `oldText was not found in ${shown}; it must match exactly, including whitespace and indentation`
+                  message: `oldText was not found in ${shown}; it must match exactly, including whitespace ` +
+                    "and indentation"
                 })
               }
               if (found > 1 && replaceAll !== true) {
                 throw new ToolError({
                   message: `oldText occurs ${found >= COUNT_CAP ? `at least ${COUNT_CAP}` : found} times in ${shown} ` +
-                    "(overlapping occurrences count); include more surrounding text to make it unique, or set replaceAll to true"
+                    "(overlapping occurrences count); include more surrounding text to make it unique, " +
+                    "or set replaceAll to true"
                 })
               }
               const replaced = replace(text, needle, replacement, replaceAll === true)

@@ -6,7 +6,8 @@
  * cut (never inside a surrogate pair), files larger than `READ_MAX_FILE_BYTES` are refused (use
  * `bash` with `head`/`sed`), and binary files (a NUL byte in the first 8 KiB, or not valid UTF-8)
  * are refused. Only regular files with a single hard link are read: FIFOs, sockets and devices are
- * refused without blocking, and the size is checked on the opened file. PNG, JPEG, GIF and WebP images up to `READ_MAX_IMAGE_BYTES` come back
+ * refused without blocking, and the size is checked on the opened file. PNG, JPEG, GIF and WebP
+ * images up to `READ_MAX_IMAGE_BYTES` come back
  * as image content.
  *
  * @since 0.1.0
@@ -63,7 +64,8 @@ export const readTool = defineTool({
       const files = new Confined(workspace.root)
       const file = yield* attempt(() =>
         files.read(input, {
-          maxBytes: (name) => imageTypes[extname(name).toLowerCase()] === undefined ? READ_MAX_FILE_BYTES : READ_MAX_IMAGE_BYTES,
+          maxBytes: (name) =>
+            imageTypes[extname(name).toLowerCase()] === undefined ? READ_MAX_FILE_BYTES : READ_MAX_IMAGE_BYTES,
           refuseHardLinks: true
         })
       ).pipe(Effect.mapError(toToolError("read")))
@@ -77,21 +79,28 @@ export const readTool = defineTool({
         }
       }
       if (looksBinary(bytes)) {
-        return yield* new ToolError({ message: `${shown} is a binary file (${size} bytes); read only shows text files` })
+        return yield* new ToolError({
+          message: `${shown} is a binary file (${size} bytes); read only shows text files`
+        })
       }
       const text = decodeUtf8(bytes)
       if (text === undefined) {
         return yield* new ToolError({
-          message: `${shown} is not valid UTF-8 text (${size} bytes; binary, or another encoding); use bash (file, iconv, xxd) to look at it`
+          message: `${shown} is not valid UTF-8 text (${size} bytes; binary, or another encoding); ` +
+            "use bash (file, iconv, xxd) to look at it"
         })
       }
       const lines = text.split("\n")
       if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop()
       const total = text.length === 0 ? 0 : lines.length
       const first = offset ?? 1
-      if (total === 0) return { content: [{ type: "text" as const, text: `${shown} is empty.` }], details: { path: shown, lines: 0 } }
+      if (total === 0) {
+        return { content: [{ type: "text" as const, text: `${shown} is empty.` }], details: { path: shown, lines: 0 } }
+      }
       if (first > total) {
-        return yield* new ToolError({ message: `offset ${first} is past the end of ${shown}, which has ${total} lines` })
+        return yield* new ToolError({
+          message: `offset ${first} is past the end of ${shown}, which has ${total} lines`
+        })
       }
       const wanted = Math.min(limit ?? READ_MAX_LINES, READ_MAX_LINES)
       const out: Array<string> = []

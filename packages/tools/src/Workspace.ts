@@ -65,5 +65,7 @@ export const makeWorkspace = Effect.fnUntraced(function*(root: string) {
  * @since 0.1.0
  * @category layers
  */
-export const workspaceLayer = (root: string): Layer.Layer<Workspace, PlatformError.PlatformError, FileSystem.FileSystem | Path.Path> =>
+export const workspaceLayer = (
+  root: string
+): Layer.Layer<Workspace, PlatformError.PlatformError, FileSystem.FileSystem | Path.Path> =>
   Layer.effect(Workspace, makeWorkspace(root))

@@ -45,7 +45,10 @@ const encode = (content: string | Uint8Array): Uint8Array =>
  * @since 0.1.0
  * @category files
  */
-export const writeFile = (path: string, content: string | Uint8Array): Effect.Effect<void, WorkspaceFileError, Workspace> =>
+export const writeFile = (
+  path: string,
+  content: string | Uint8Array
+): Effect.Effect<void, WorkspaceFileError, Workspace> =>
   Effect.flatMap(confined, (files) =>
     attempt(() => void files.write(path, { exclusive: false, content: () => encode(content) })))
 
@@ -56,7 +59,10 @@ export const writeFile = (path: string, content: string | Uint8Array): Effect.Ef
  * @since 0.1.0
  * @category files
  */
-export const createFile = (path: string, content: string | Uint8Array): Effect.Effect<void, WorkspaceFileError, Workspace> =>
+export const createFile = (
+  path: string,
+  content: string | Uint8Array
+): Effect.Effect<void, WorkspaceFileError, Workspace> =>
   Effect.flatMap(confined, (files) =>
     attempt(() => void files.write(path, { exclusive: true, content: () => encode(content) })))
 
@@ -92,13 +98,18 @@ export const openAppend = (path: string): Effect.Effect<AppendFile, WorkspaceFil
 
 /**
  * Reads the regular file `path` whole, refusing (without blocking) directories, FIFOs, sockets
- * and devices, files with more than one hard link (reason `"HardLinked"`), and files over `maxBytes` (default `DEFAULT_MAX_BYTES`) with reason `"TooLarge"`.
+ * and devices, files with more than one hard link (reason `"HardLinked"`), and files over
+ * `maxBytes` (default `DEFAULT_MAX_BYTES`) with reason `"TooLarge"`.
  *
  * @since 0.1.0
  * @category files
  */
-export const readFile = (path: string, maxBytes: number = DEFAULT_MAX_BYTES): Effect.Effect<Uint8Array, WorkspaceFileError, Workspace> =>
-  Effect.flatMap(confined, (files) => attempt(() => files.read(path, { maxBytes: () => maxBytes, refuseHardLinks: true }).bytes))
+export const readFile = (
+  path: string,
+  maxBytes: number = DEFAULT_MAX_BYTES
+): Effect.Effect<Uint8Array, WorkspaceFileError, Workspace> =>
+  Effect.flatMap(confined, (files) =>
+    attempt(() => files.read(path, { maxBytes: () => maxBytes, refuseHardLinks: true }).bytes))
 
 /**
  * `readFile` decoded as UTF-8.
@@ -106,7 +117,10 @@ export const readFile = (path: string, maxBytes: number = DEFAULT_MAX_BYTES): Ef
  * @since 0.1.0
  * @category files
  */
-export const readFileString = (path: string, maxBytes: number = DEFAULT_MAX_BYTES): Effect.Effect<string, WorkspaceFileError, Workspace> =>
+export const readFileString = (
+  path: string,
+  maxBytes: number = DEFAULT_MAX_BYTES
+): Effect.Effect<string, WorkspaceFileError, Workspace> =>
   Effect.map(readFile(path, maxBytes), (bytes) => new TextDecoder("utf-8").decode(bytes))
 
 /**

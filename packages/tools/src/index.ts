@@ -48,7 +48,10 @@ export interface CodingToolsOptions {
  * @since 0.1.0
  * @category layers
  */
-export const codingToolsLayer = (root: string, options: CodingToolsOptions = {}): Layer.Layer<Executor, PlatformError.PlatformError> =>
+export const codingToolsLayer = (
+  root: string,
+  options: CodingToolsOptions = {}
+): Layer.Layer<Executor, PlatformError.PlatformError> =>
   toolExecutorLayer(codingTools).pipe(
     Layer.provide(workspaceLayer(root)),
     Layer.provide(bashOptionsLayer(options.bash ?? {})),

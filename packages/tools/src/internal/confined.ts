@@ -57,10 +57,13 @@ interface Dir {
 }
 
 /** The path through which `name` inside `dir` is reached. */
-const at = (dir: Dir, name: string): string => descriptorPaths() ? `/proc/self/fd/${dir.fd}/${name}` : `${dir.path}/${name}`
+const at = (dir: Dir, name: string): string =>
+  descriptorPaths() ? `/proc/self/fd/${dir.fd}/${name}` : `${dir.path}/${name}`
 
 const codeOf = (error: unknown): string | undefined =>
-  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ? error.code : undefined
+  typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ?
+    error.code :
+    undefined
 
 const messageOf = (error: unknown): string => {
   const code = codeOf(error)
@@ -128,7 +131,8 @@ export class Confined {
   }
 
   outside(input: string, how: string): never {
-    return this.fail(input, "Outside", `Path "${input}" is outside the workspace (${how}); paths must stay inside ${this.root}`)
+    const message = `Path "${input}" is outside the workspace (${how}); paths must stay inside ${this.root}`
+    return this.fail(input, "Outside", message)
   }
 
   /** A path as shown to the model: relative to the root. */
@@ -157,7 +161,9 @@ export class Confined {
     const top = () => stack[stack.length - 1]!
     const follow = (dir: Dir, name: string) => {
       const shownLink = this.display(`${dir.path}/${name}`)
-      if (++links > MAX_LINKS) this.fail(input, "TooManyLinks", `Path "${input}" goes through too many symbolic links (over ${MAX_LINKS})`)
+      if (++links > MAX_LINKS) {
+        this.fail(input, "TooManyLinks", `Path "${input}" goes through too many symbolic links (over ${MAX_LINKS})`)
+      }
       let target: string
       try {
         target = NodeFs.readlinkSync(at(dir, name))
@@ -186,7 +192,10 @@ export class Confined {
         while (queue.length > 0 && (queue[0] === "." || queue[0] === "" || queue[0] === "..")) {
           if (queue.shift() === "..") {
             if (stack.length === 1) {
-              this.outside(input, lastLink === undefined ? "it climbs out with .." : `the symbolic link ${lastLink} points outside`)
+              this.outside(
+                input,
+                lastLink === undefined ? "it climbs out with .." : `the symbolic link ${lastLink} points outside`
+              )
             }
             NodeFs.closeSync(stack.pop()!.fd)
           }
@@ -214,7 +223,10 @@ export class Confined {
             if (code === "ENOENT" && options.missing !== undefined) {
               return options.missing([dir.path, name, ...queue.filter((p) => p !== "." && p !== "")].join("/")) as A
             }
-            if (code === "ENOENT") this.fail(input, "NotFound", `${this.display(`${dir.path}/${[name, ...queue].join("/")}`)}: no such file or directory`)
+            if (code === "ENOENT") {
+              const missing = this.display(`${dir.path}/${[name, ...queue].join("/")}`)
+              this.fail(input, "NotFound", `${missing}: no such file or directory`)
+            }
             if (code === "ELOOP" || code === "ENOTDIR" || code === "EMLINK") {
               const stat = this.lstat(input, dir, name)
               if (stat?.isSymbolicLink()) {
@@ -223,7 +235,9 @@ export class Confined {
               }
               if (stat === undefined) {
                 queue.unshift(name)
-                if (++links > MAX_LINKS) this.fail(input, "TooManyLinks", `Path "${input}" keeps changing while it is resolved`)
+                if (++links > MAX_LINKS) {
+                  this.fail(input, "TooManyLinks", `Path "${input}" keeps changing while it is resolved`)
+                }
                 continue
               }
               this.fail(input, "NotFound", `${shown} is a ${kindOf(stat)}, not a directory`)
@@ -314,14 +328,18 @@ export class Confined {
     input: string,
     options: {
       readonly exclusive: boolean
-      readonly content: (current: { readonly bytes: Uint8Array; readonly stat: NodeFs.Stats } | undefined, shown: string) => Uint8Array
+      readonly content: (
+        current: { readonly bytes: Uint8Array; readonly stat: NodeFs.Stats } | undefined,
+        shown: string
+      ) => Uint8Array
       readonly mustExist?: { readonly maxBytes: number } | undefined
     }
   ): { readonly shown: string; readonly created: boolean; readonly bytes: number } {
     if (input.endsWith("/") || /(^|\/)\.\.?$/.test(input)) {
       this.fail(input, "IsDirectory", `${input} names a directory (it ends with "/"); give a file name`)
     }
-    return this.walk(input, { createParents: options.mustExist === undefined, followFinal: true }, (dir, name, lstat, shown) => {
+    const walk = { createParents: options.mustExist === undefined, followFinal: true }
+    return this.walk(input, walk, (dir, name, lstat, shown) => {
       if (name === null) return this.fail(input, "IsDirectory", `${shown} is a directory`)
       if (lstat !== undefined) {
         if (lstat.isDirectory()) this.fail(input, "IsDirectory", `${shown} is a directory`)
@@ -338,7 +356,9 @@ export class Confined {
           if (stat.nlink > 1) this.hardLinked(input, shown, stat)
           if (stat.size > options.mustExist.maxBytes) this.tooLarge(input, shown, stat.size, options.mustExist.maxBytes)
           const bytes = readUpTo(fd, options.mustExist.maxBytes + 1)
-          if (bytes.length > options.mustExist.maxBytes) this.tooLarge(input, shown, bytes.length, options.mustExist.maxBytes)
+          if (bytes.length > options.mustExist.maxBytes) {
+            this.tooLarge(input, shown, bytes.length, options.mustExist.maxBytes)
+          }
           current = { bytes, stat }
         } finally {
           NodeFs.closeSync(fd)
@@ -351,7 +371,8 @@ export class Confined {
       const mode = previous === undefined ? 0o666 : previous.mode & 0o7777
       let fd: number
       try {
-        fd = NodeFs.openSync(at(dir, temporary), flags.O_WRONLY | flags.O_CREAT | flags.O_EXCL | O_NOFOLLOW, mode & 0o666)
+        const how = flags.O_WRONLY | flags.O_CREAT | flags.O_EXCL | O_NOFOLLOW
+        fd = NodeFs.openSync(at(dir, temporary), how, mode & 0o666)
       } catch (error) {
         return this.fail(input, "Io", `${shown}: cannot create a temporary file: ${messageOf(error)}`)
       }
@@ -410,7 +431,7 @@ export class Confined {
       return
     }
     for (const entry of entries) {
-      if (entry.startsWith(prefix) && entry.endsWith(".tmp") && /^[0-9a-f]{16}\.tmp$/.test(entry.slice(prefix.length))) {
+      if (entry.startsWith(prefix) && /^[0-9a-f]{16}\.tmp$/.test(entry.slice(prefix.length))) {
         try {
           NodeFs.unlinkSync(at(dir, entry))
         } catch {
@@ -422,11 +443,16 @@ export class Confined {
 
   /** Opens `input` for appending (created if absent, parents too); regular files with one link only. */
   openAppend(input: string): { readonly fd: number; readonly shown: string } {
-    if (input.endsWith("/")) this.fail(input, "IsDirectory", `${input} names a directory (it ends with "/"); give a file name`)
+    if (input.endsWith("/")) {
+      this.fail(input, "IsDirectory", `${input} names a directory (it ends with "/"); give a file name`)
+    }
     return this.walk(input, { createParents: true, followFinal: true }, (dir, name, lstat, shown) => {
-      if (name === null || lstat?.isDirectory() === true) return this.fail(input, "IsDirectory", `${shown} is a directory`)
+      if (name === null || lstat?.isDirectory() === true) {
+        return this.fail(input, "IsDirectory", `${shown} is a directory`)
+      }
       if (lstat !== undefined && !lstat.isFile()) this.notRegular(input, shown, lstat)
-      const fd = this.openNoFollow(input, dir, name, shown, flags.O_WRONLY | flags.O_APPEND | flags.O_CREAT | O_NONBLOCK | O_NOCTTY)
+      const how = flags.O_WRONLY | flags.O_APPEND | flags.O_CREAT | O_NONBLOCK | O_NOCTTY
+      const fd = this.openNoFollow(input, dir, name, shown, how)
       try {
         const stat = NodeFs.fstatSync(fd)
         if (!stat.isFile()) this.notRegular(input, shown, stat)
@@ -456,7 +482,11 @@ export class Confined {
   /** Whether `input` exists (a dangling link inside the workspace does not). */
   exists(input: string): boolean {
     try {
-      return this.walk(input, { createParents: false, followFinal: true }, (_dir, name, lstat) => name === null || lstat !== undefined)
+      return this.walk(
+        input,
+        { createParents: false, followFinal: true },
+        (_dir, name, lstat) => name === null || lstat !== undefined
+      )
     } catch (error) {
       if (error instanceof WorkspaceFileError && error.reason === "NotFound") return false
       throw error
@@ -476,15 +506,16 @@ export class Confined {
   }
 
   private notRegular(input: string, shown: string, stat: NodeFs.Stats): never {
-    return this.fail(input, "NotRegularFile", `${shown} is a ${kindOf(stat)}, not a regular file; only regular files are read or written`)
+    const message = `${shown} is a ${kindOf(stat)}, not a regular file; only regular files are read or written`
+    return this.fail(input, "NotRegularFile", message)
   }
 
   private hardLinked(input: string, shown: string, stat: NodeFs.Stats): never {
     return this.fail(
       input,
       "HardLinked",
-      `${shown} has ${stat.nlink} hard links; one of them could be outside the workspace, so it is not read or changed ` +
-        "here (remove the extra links, or copy the file)"
+      `${shown} has ${stat.nlink} hard links; one of them could be outside the workspace, so it is not read ` +
+        "or changed here (remove the extra links, or copy the file)"
     )
   }
 
@@ -494,9 +525,11 @@ export class Confined {
 }
 
 /** A file name's part used in its temporary name, kept short enough for 255-byte name limits. */
-const truncatedName = (name: string): string => Buffer.byteLength(name) > 200 ? Buffer.from(name).subarray(0, 200).toString("utf8").replace(/\uFFFD+$/, "") : name
+const truncatedName = (name: string): string =>
+  Buffer.byteLength(name) > 200 ? Buffer.from(name).subarray(0, 200).toString("utf8").replace(/\uFFFD+$/, "") : name
 
-const temporaryName = (name: string): string => `.${truncatedName(name)}.agentloop-${randomBytes(8).toString("hex")}.tmp`
+const temporaryName = (name: string): string =>
+  `.${truncatedName(name)}.agentloop-${randomBytes(8).toString("hex")}.tmp`
 
 /** Reads from `fd` until end of file or `limit` bytes, whichever comes first. */
 const readUpTo = (fd: number, limit: number): Uint8Array => {
