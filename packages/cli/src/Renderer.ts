@@ -44,14 +44,24 @@ const oneLine = (text: string, max: number) => {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
-/** A short description of a call, e.g. `bash npm test` or `read src/a.ts`. */
+/**
+ * A short description of a call, e.g. `bash npm test` or `read src/a.ts`.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
 export const describeCall = (call: ToolCall): string => {
   const args = call.arguments
   const main = args["command"] ?? args["path"]
   return typeof main === "string" ? `${call.name} ${oneLine(main, 60)}` : `${call.name} ${oneLine(JSON.stringify(args), 60)}`
 }
 
-/** One line summing up a result, using what the coding tools put in `details`. */
+/**
+ * One line summing up a result, using what the coding tools put in `details`.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
 export const describeResult = (result: ToolResultMessage): string => {
   const text = result.content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ")
   const d = (result.details ?? {}) as Record<string, unknown>

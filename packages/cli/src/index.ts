@@ -3,8 +3,16 @@
  *
  * @since 0.1.0
  */
+export * from "./Agent.ts"
+export * from "./Approvals.ts"
+export * from "./Compaction.ts"
+export * from "./Config.ts"
 export * from "./DemoScript.ts"
 export * from "./Renderer.ts"
 export * from "./Session.ts"
+export * from "./Sanitize.ts"
+export * from "./Sessions.ts"
 export * from "./Style.ts"
+export * from "./Terminal.ts"
+export * from "./WorkspaceIO.ts"
 export { agentloop, main } from "./main.ts"
