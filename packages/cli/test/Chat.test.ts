@@ -44,7 +44,9 @@ describe("agentloop chat (in a pseudo-terminal)", () => {
       ][index]!
     })
     try {
-      const cli = startCli(["chat", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+      // a model the providers' price table knows, so /cost shows money
+      const flags = providerFlags(server).map((f) => (f === "test-model" ? "gpt-4.1" : f))
+      const cli = startCli(["chat", ...flags], { cwd: ws, env: testEnv(ws), pty: true })
       let at = await answer(cli, "/help for commands", "make some files")
       at = await answer(cli, "allow?", "y", at)
       assert.include(cli.output(), "$ echo one > a.txt", "the command is shown before it runs")
@@ -54,7 +56,9 @@ describe("agentloop chat (in a pseudo-terminal)", () => {
       at = await answer(cli, "allow?", "a", at)
       await cli.waitFor("all done", 90_000, at)
       at = await answer(cli, "session:", "/cost", at)
-      await cli.waitFor(/session: +600 tokens in, 50 out/, 90_000, at)
+      // 600 input tokens at $2/M and 50 output tokens at $8/M
+      await cli.waitFor(/session: +600 tokens in, 50 out · \$0\.0016/, 90_000, at)
+      assert.match(cli.output().slice(at), /last run: +600 tokens in, 50 out · \$0\.0016/)
       at = await answer(cli, /session: +600/, "/compact", at)
       await cli.waitFor("compacted:", 90_000, at)
       cli.write("/exit\r")

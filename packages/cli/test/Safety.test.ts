@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { encodeTranscriptLine } from "@agentloop/core"
+import { encodeTranscriptLine, pairingViolations, parseTranscript } from "@agentloop/core"
 import { createSession, listSessions, openSession, SESSIONS_FOLDER } from "../src/Sessions.ts"
 import * as WorkspaceIO from "../src/WorkspaceIO.ts"
 import { makeWorkspace, startCli, testEnv } from "./helpers/agent.ts"
@@ -82,5 +82,19 @@ describe("the CLI writes only inside its workspace", () => {
     assert.strictEqual(b.code, 1)
     assert.include(empty.stderr(), "--workspace is empty")
     assert.isFalse(existsSync(join(ws, ".agentloop")), "nothing ran")
+  }, 120_000)
+
+  it("the demo under a closed output pipe stops through its scopes and leaves a paired transcript", async () => {
+    const ws = makeWorkspace()
+    const dir = join(ws, "demo")
+    const demo = startCli(["demo", "--workspace", dir], { cwd: ws, env: testEnv(ws) })
+    await demo.waitFor("▶ read", 90_000)
+    demo.child.stdout!.destroy()
+    const { code } = await demo.exited
+    assert.strictEqual(code, 0)
+    const text = readFileSync(join(dir, ".agentloop", "transcript.jsonl"), "utf8")
+    const loaded = Effect.runSync(parseTranscript(text))
+    assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+    assert.strictEqual(loaded.tornLine, undefined)
   }, 120_000)
 })
