@@ -38,6 +38,14 @@ export const descriptorPaths = (): boolean => {
   return fdPathsChecked
 }
 
+/**
+ * Forces (or, with `undefined`, re-detects) the use of `/proc/self/fd` paths: tests use it to run
+ * the path-based walk of systems without `/proc` on Linux too.
+ */
+export const setDescriptorPaths = (value: boolean | undefined): void => {
+  fdPathsChecked = value
+}
+
 const canUseFdPaths = (): boolean => {
   let fd: number | undefined
   try {
