@@ -222,12 +222,12 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${message.split("\n")[0]}`)}\n`)
 
     // the session: new, the latest (--continue) or a given one (--resume ID)
-    const systemPrompt = settings.systemPrompt ?? CODING_SYSTEM_PROMPT
+    const configuredPrompt = settings.systemPrompt ?? CODING_SYSTEM_PROMPT
     const newSession = createSession(root, {
       cwd: root,
       provider: settings.provider ?? "",
       model: modelName ?? "",
-      systemPrompt
+      systemPrompt: configuredPrompt
     })
     let resumeId: string | undefined = Option.getOrUndefined(flags.resume)
     if (flags.continue) {
@@ -243,6 +243,8 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
       Effect.mapError((e) => new CliError(e.message))
     )
     if (log.repairedTornLine) report(`the session's last line was torn (a crash); it was cut off`)
+    // a resumed session keeps the system prompt it started with
+    let systemPrompt = log.header.systemPrompt.length > 0 ? log.header.systemPrompt : configuredPrompt
     let history: ReadonlyArray<Message> = log.messages
     let sessionUsage: Usage | undefined = summarize(log.id, log.records).usage
     let lastUsage: Usage | undefined
@@ -362,6 +364,7 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
       clear: Effect.gen(function*() {
         log = yield* newSession.pipe(Effect.catch((e) => Effect.as(Effect.sync(() => report(e.message)), log)))
         history = []
+        systemPrompt = configuredPrompt
         compactor.reset()
         always.clear()
         sessionUsage = undefined
