@@ -117,6 +117,26 @@ describe("links", () => {
       })
     ))
 
+  it.effect("absolute links elsewhere are refused (/etc/passwd, a sibling folder, the root's parent)", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const parent = root.slice(0, root.lastIndexOf("/"))
+        yield* fs.makeDirectory(`${parent}/sibling`)
+        yield* fs.writeFileString(`${parent}/sibling/s.txt`, "SECRET")
+        yield* fs.symlink("/etc/passwd", `${root}/passwd`)
+        yield* fs.symlink(`${parent}/sibling`, `${root}/sib`)
+        yield* fs.symlink(parent, `${root}/parent`)
+        yield* fs.symlink(`${root}x`, `${root}/prefix`) // shares the root's spelling as a prefix, but is not inside
+        for (const path of ["passwd", "sib/s.txt", "parent/sibling/s.txt", "prefix/a"]) {
+          const link = path.split("/")[0]!
+          assert.match((yield* failed(readTool.execute({ path }, ctx))).message, new RegExp(`symbolic link ${link} points outside`))
+          assert.strictEqual((yield* Effect.flip(WorkspaceFiles.writeFile(path, "x"))).reason, "Outside")
+        }
+        assert.strictEqual(yield* fs.readFileString(`${parent}/sibling/s.txt`), "SECRET")
+      })
+    ))
+
   it.effect("a name that starts with two dots (..config/x) is inside, not an escape", () =>
     inWorkspace((root) =>
       Effect.gen(function*() {
