@@ -127,7 +127,9 @@ const renderLane = (lane: Lane, turn: Turn, span: { start: number; length: numbe
     <div class="lane-detail">
       <div class="kv"><span>call</span><code>${escapeHtml(lane.toolCallId)}</code> <span>status</span> ${
     escapeHtml(statusLabel[lane.status])
-  }${lane.skipReason === undefined ? "" : ` (${escapeHtml(lane.skipReason)})`}</div>
+  }${
+    lane.skipReason === undefined || lane.skipReason === statusLabel[lane.status] ? "" : ` (${escapeHtml(lane.skipReason)})`
+  }</div>
       <pre class="args-full">${escapeHtml(clip(JSON.stringify(lane.arguments, null, 2), 4000))}</pre>
       ${result}
     </div>
@@ -365,14 +367,14 @@ code, pre, .args, .tokens, .dur { font-family: ui-monospace, "SFMono-Regular", M
 pre { white-space: pre-wrap; word-break: break-word; background: #f3f4f6; border-radius: 6px; padding: 8px 10px;
   margin: 6px 0 0; font-size: 12px; max-height: 320px; overflow: auto; }
 header.top { display: flex; gap: 24px; align-items: center; padding: 14px 28px; background: #141a24; color: #e8ecf2; }
-.brand { font-weight: 700; font-size: 16px; letter-spacing: .3px; }
+.brand { font-weight: 700; font-size: 16px; letter-spacing: .3px; white-space: nowrap; }
 .brand span { color: #8fb3ff; font-weight: 500; }
 .session h1 { margin: 0; font-size: 17px; font-weight: 600; }
 .session .meta { color: #aab4c3; font-size: 12.5px; }
 .session .meta b { color: #e8ecf2; font-weight: 600; }
 .session .file { color: #7f8a9b; font-size: 11.5px; }
 .session code { color: inherit; }
-.live { margin-left: auto; color: #aab4c3; font-size: 12px; user-select: none; }
+.live { margin-left: auto; color: #aab4c3; font-size: 12px; user-select: none; white-space: nowrap; }
 main { max-width: 1280px; margin: 0 auto; padding: 20px 28px 40px; }
 .cards { display: grid; grid-template-columns: repeat(6, 1fr); gap: 12px; margin-bottom: 16px; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 10px 14px; }
@@ -420,7 +422,8 @@ details.system summary { cursor: pointer; }
 .turn-text { margin: 6px 0 2px; color: #3d4756; font-size: 13px; white-space: pre-wrap; max-height: 4.4em; overflow: hidden; }
 .error-text { margin: 6px 0 2px; color: var(--bad); font-size: 13px; }
 .lanes { margin-top: 8px; display: flex; flex-direction: column; gap: 3px; }
-.lane summary, .lane .row { display: grid; grid-template-columns: 300px 1fr 260px; align-items: center; gap: 10px;
+.lane summary, .lane .row { display: grid; grid-template-columns: minmax(140px, 24%) 1fr minmax(100px, 22%);
+  align-items: center; gap: 10px;
   padding: 3px 6px; border-radius: 6px; }
 .lane summary { cursor: pointer; list-style: none; }
 .lane summary::-webkit-details-marker { display: none; }
@@ -451,4 +454,9 @@ details.system summary { cursor: pointer; }
 .marker details summary { cursor: pointer; }
 .empty { color: var(--muted); }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 0 24px; }
+@media (max-width: 900px) {
+  .cards { grid-template-columns: repeat(3, 1fr); }
+  .invariants > ul { grid-template-columns: 1fr; }
+  header.top, main { padding-left: 14px; padding-right: 14px; }
+}
 `
