@@ -100,7 +100,11 @@ describe("serveSession", () => {
       const page = yield* get(view.url)
       assert.strictEqual(page.status, 200)
       assert.strictEqual(page.headers["content-type"], "text/html; charset=utf-8")
-      assert.include(String(page.headers["content-security-policy"]), "default-src 'none'")
+      const policy = String(page.headers["content-security-policy"])
+      assert.include(policy, "default-src 'none'")
+      // Only the page's own script may run (by its hash): no inline script that found its way into the text.
+      assert.match(policy, /script-src 'sha256-[A-Za-z0-9+/]+=*';/)
+      assert.notInclude(policy, "script-src 'unsafe-inline'")
       assert.include(page.body, "<title>agentloop · b2</title>")
       // Self-contained: no external script, style sheet, image or font.
       assert.notMatch(page.body, /<(script|link|img)[^>]+(src|href)=/)

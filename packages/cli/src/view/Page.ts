@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import type { Usage } from "@agentloop/core"
+import { createHash } from "node:crypto"
 import type { Compaction, Lane, LaneStatus, Run, Timeline, Turn } from "./Timeline.ts"
 
 const escapeHtml = (text: string): string =>
@@ -460,3 +461,12 @@ footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 0 
   header.top, main { padding-left: 14px; padding-right: 14px; }
 }
 `
+
+/**
+ * The `script-src` source of the page's only script (its SHA-256), for a Content-Security-Policy
+ * that lets that script run and no other, even one that found its way into the page's text.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const pageScriptSource = `'sha256-${createHash("sha256").update(SCRIPT).digest("base64")}'`

@@ -15,7 +15,7 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
 import * as Http from "node:http"
 import { SESSIONS_FOLDER } from "../Sessions.ts"
-import { renderPage } from "./Page.ts"
+import { pageScriptSource, renderPage } from "./Page.ts"
 import { parseSessionText } from "./SessionFile.ts"
 import type { SessionLine } from "./SessionFile.ts"
 import { buildTimeline } from "./Timeline.ts"
@@ -170,9 +170,9 @@ export const loadTimeline = (file: string): Effect.Effect<Timeline, ViewError, F
   Effect.map(readSession(file), ({ lines }) => buildTimeline(lines))
 
 const SECURITY_HEADERS = {
-  // Nothing may load from anywhere: the page is one document with inline style and script.
+  // Nothing may load from anywhere: the page is one document with inline style and its one script.
   "content-security-policy":
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; " +
+    `default-src 'none'; style-src 'unsafe-inline'; script-src ${pageScriptSource}; connect-src 'self'; img-src data:; ` +
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
