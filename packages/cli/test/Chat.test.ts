@@ -127,6 +127,11 @@ describe("agentloop chat (in a pseudo-terminal)", () => {
       assert.deepStrictEqual(sent.map((m) => m.role), ["user", "assistant", "user", "user"].slice(0, sent.length))
       assert.include(JSON.stringify(sent), "\"tool_use_id\":\"toolu_1\"")
       assert.include(JSON.stringify(sent), "go on")
+      // agentloop sessions lists it: two runs, the last one ended stop, the first prompt
+      const list = startCli(["sessions"], { cwd: ws, env })
+      assert.strictEqual((await list.exited).code, 0)
+      const id = file!.split("/").pop()!.replace(".jsonl", "")
+      assert.match(list.output(), new RegExp(`^${id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d +2 step\\(s\\)  stop +sleep please\\n$`))
     } finally {
       await server.close()
     }
