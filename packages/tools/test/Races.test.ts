@@ -98,4 +98,30 @@ describe("confinement under a racing process that swaps paths for links to outsi
       ),
     20_000
   )
+
+  it.effect("the file itself swapped for a link between check and open: over a thousand reads, none outside", () =>
+    inWorkspace((root) =>
+      Effect.scoped(Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const outside = `${root}/../outside`
+        yield* fs.makeDirectory(outside)
+        yield* fs.writeFileString(`${outside}/secret.txt`, "SECRET-FILE")
+        yield* fs.makeDirectory(`${root}/d`)
+        yield* fs.writeFileString(`${root}/f`, "inside")
+        // the directory half of the swapper works on d, which this test does not use
+        const swapper = yield* startSwapper([`${root}/d`, outside, `${root}/f`, `${outside}/secret.txt`], 500)
+        const before = swapper.swaps()
+        let ok = 0
+        for (let i = 0; i < 1200; i++) {
+          const result = yield* Effect.result(WorkspaceFiles.readFileString("f"))
+          if (result._tag === "Success") {
+            ok++
+            assert.strictEqual(result.success, "inside", "nothing outside was read")
+          }
+          if (i % 100 === 0) yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+        }
+        assert.isAtLeast(swapper.swaps() - before, 1000)
+        assert.isAtLeast(ok, 50)
+      }))
+    ), 20_000)
 })

@@ -315,7 +315,7 @@ export class Confined {
         if (options.refuseHardLinks && stat.nlink > 1) this.hardLinked(input, shown, stat)
         const max = options.maxBytes(name)
         if (stat.size > max) this.tooLarge(input, shown, stat.size, max)
-        const bytes = readUpTo(fd, max + 1)
+        const bytes = readUpTo(fd, max + 1, stat.size)
         if (bytes.length > max) this.tooLarge(input, shown, bytes.length, max)
         return { bytes, stat, shown, name }
       } finally {
@@ -363,7 +363,7 @@ export class Confined {
           if (!stat.isFile()) this.notRegular(input, shown, stat)
           if (stat.nlink > 1) this.hardLinked(input, shown, stat)
           if (stat.size > options.mustExist.maxBytes) this.tooLarge(input, shown, stat.size, options.mustExist.maxBytes)
-          const bytes = readUpTo(fd, options.mustExist.maxBytes + 1)
+          const bytes = readUpTo(fd, options.mustExist.maxBytes + 1, stat.size)
           if (bytes.length > options.mustExist.maxBytes) {
             this.tooLarge(input, shown, bytes.length, options.mustExist.maxBytes)
           }
@@ -539,12 +539,16 @@ const truncatedName = (name: string): string =>
 const temporaryName = (name: string): string =>
   `.${truncatedName(name)}.agentloop-${randomBytes(8).toString("hex")}.tmp`
 
-/** Reads from `fd` until end of file or `limit` bytes, whichever comes first. */
-const readUpTo = (fd: number, limit: number): Uint8Array => {
+/**
+ * Reads from `fd` until end of file or `limit` bytes, whichever comes first; `expected` (the size
+ * `fstat` gave) sizes the first buffer, so a small file does not cost a large allocation.
+ */
+const readUpTo = (fd: number, limit: number, expected: number): Uint8Array => {
   const chunks: Array<Uint8Array> = []
   let total = 0
   while (total < limit) {
-    const chunk = Buffer.allocUnsafe(Math.min(limit - total, 1024 * 1024))
+    const want = total === 0 ? Math.max(expected + 1, 256) : 1024 * 1024
+    const chunk = Buffer.allocUnsafe(Math.min(limit - total, want, 1024 * 1024))
     const n = NodeFs.readSync(fd, chunk, 0, chunk.length, null)
     if (n === 0) break
     chunks.push(chunk.subarray(0, n))
