@@ -229,6 +229,24 @@ describe("tool arguments are decoded before the tool runs (through the loop)", (
       assert.strictEqual(run.requests.length, 0)
     }))
 
+  it.effect("a defect inside the loop (definitions that throw when read) still ends the run error, with one turn_end", () =>
+    Effect.gen(function*() {
+      const broken = {
+        get definitions(): never {
+          throw new Error("tool registry is down")
+        },
+        execute: () => Effect.die("unused")
+      }
+      const executor = Layer.succeed(Executor, broken as unknown as typeof Executor.Service)
+      const run = yield* runScripted([turn.text("never")], { executor })
+      assertSound(run)
+      assert.strictEqual(run.result.reason, "error")
+      assert.match(run.result.error!, /^agentloop internal error: .*tool registry is down/s)
+      assert.notMatch(run.result.error!, /\n\s+at /, "no stack trace")
+      assert.strictEqual(run.requests.length, 0)
+      assert.deepStrictEqual(run.events, [{ type: "turn_end", reason: "error", steps: 0, error: run.result.error! }])
+    }))
+
   it.effect("invalid executor definitions end the run error before any request", () =>
     Effect.gen(function*() {
       const executor = Layer.succeed(Executor, Executor.of({
