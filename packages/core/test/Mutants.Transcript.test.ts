@@ -105,6 +105,21 @@ describe("prepareTranscript: transcripts the fast path hands to the full procedu
     assert.strictEqual(error, "messages[1] repeats tool call id \"a\"")
   })
 
+  it("a result for the only call of a message, naming another tool, is refused", () => {
+    const a = toolCall("a", "e")
+    const error = rejected([user("hi"), assistant("toolUse", { calls: [a] }), { ...resultFor(a), toolName: "x" }, user("go on")])
+    assert.strictEqual(error, "messages[2] answers call \"a\" as tool \"x\", but that call is to \"e\"")
+  })
+
+  it("a user message in the place of a result is not taken for one, whatever extra keys it carries", () => {
+    const a = toolCall("a", "e")
+    const lookalike = { role: "user", content: "a done", toolCallId: "a", toolName: "e" }
+    const out = prepared([user("hi"), assistant("toolUse", { calls: [a] }), lookalike])
+    assert.deepStrictEqual(ids(out), ["user", "assistant", "a", "user"])
+    assert.deepStrictEqual((out[2] as ToolResultMessage).details, { skipped: true, reason: "interrupted" })
+    assert.strictEqual(out[3], lookalike as unknown)
+  })
+
   it("a second result for the only call of a message is refused", () => {
     const a = toolCall("a", "e")
     const error = rejected([user("hi"), assistant("toolUse", { calls: [a] }), resultFor(a), resultFor(a, "again")])
