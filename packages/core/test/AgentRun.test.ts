@@ -17,6 +17,7 @@ import {
   echoTool,
   makeGatedTool,
   makeScriptedModel,
+  neverTool,
   probeTool,
   scriptedModelLayer,
   toolCall,
@@ -92,6 +93,35 @@ describe("startAgentLoop (live events and the final result from one run)", () =>
       const events = yield* Stream.runCollect(run.events)
       assert.strictEqual(result.reason, "aborted")
       assert.deepStrictEqual(results(result.messages).map((r) => r.details), [{ interrupted: true }, { interrupted: true }])
+      assert.deepStrictEqual(checkInvariants({ result, events, requests: yield* model.requests }), [])
+    })))
+})
+
+describe("startAgentLoop interrupted between a toolUse message and its batch", () => {
+  it.effect("the result still has every call of that message paired (skipped, aborted); nothing ran", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const probe = probeTool(neverTool("n"))
+      const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "n"), toolCall("b", "n")])])
+      // delivered to the run's own fiber while it appends the message (uninterruptibly): it lands right after
+      const sink = callbackSinkLayer((event) =>
+        event.type === "assistant_message" ?
+          Effect.withFiber((fiber) => {
+            fiber.interruptUnsafe()
+            return Effect.void
+          }) :
+          undefined
+      )
+      const run = yield* startAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer([probe.tool])))
+      )
+      const result = yield* run.result
+      const events = yield* Stream.runCollect(run.events)
+      assert.strictEqual(result.reason, "aborted")
+      assert.strictEqual(yield* probe.executions, 0)
+      assert.deepStrictEqual(results(result.messages).map((r) => [r.toolCallId, r.details]), [
+        ["a", { skipped: true, reason: "aborted" }],
+        ["b", { skipped: true, reason: "aborted" }]
+      ])
       assert.deepStrictEqual(checkInvariants({ result, events, requests: yield* model.requests }), [])
     })))
 })
