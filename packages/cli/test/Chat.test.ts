@@ -193,7 +193,9 @@ describe("agentloop run: compaction, SIGHUP and a closed pipe", () => {
       assert.strictEqual(code, 129)
       assert.isTrue(await eventually(() => processesWith(sleep).length === 0, 10_000), "no process survives")
       const [file] = sessionFiles(ws)
-      assert.deepStrictEqual(pairingViolations(transcriptOf(file!).messages), [])
+      const loaded = transcriptOf(file!)
+      assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+      assert.strictEqual(loaded.repaired, 0, "the interrupted result was written before exiting")
       assert.strictEqual(jsonLines(file!).find((l) => l["type"] === "run_end")!["reason"], "aborted")
     } finally {
       await server.close()
@@ -208,7 +210,9 @@ describe("agentloop run: compaction, SIGHUP and a closed pipe", () => {
       assert.strictEqual(code, 0)
       assert.isTrue(await eventually(() => processesWith(sleep).length === 0, 10_000), "no process survives")
       const [file] = sessionFiles(ws)
-      assert.deepStrictEqual(pairingViolations(transcriptOf(file!).messages), [])
+      const loaded = transcriptOf(file!)
+      assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+      assert.strictEqual(loaded.repaired, 0, "the interrupted result was written before exiting")
     } finally {
       await server.close()
     }

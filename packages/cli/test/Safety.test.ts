@@ -96,5 +96,6 @@ describe("the CLI writes only inside its workspace", () => {
     const loaded = Effect.runSync(parseTranscript(text))
     assert.deepStrictEqual(pairingViolations(loaded.messages), [])
     assert.strictEqual(loaded.tornLine, undefined)
+    assert.strictEqual(loaded.repaired, 0, "calls cut off by the stop were answered in the file, not on load")
   }, 120_000)
 })
