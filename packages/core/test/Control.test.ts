@@ -447,6 +447,22 @@ describe("context hooks", () => {
       assert.strictEqual(result.steps, 1)
     }))
 
+  it.effect("a transform that splits several calls from their results names each, one after the other", () =>
+    Effect.gen(function*() {
+      const run = yield* start(
+        [turn.toolCalls([toolCall("a", "e"), toolCall("b", "e")]), turn.text("never")],
+        [echoTool("e")],
+        { transformContext: (messages) => Effect.succeed(messages.filter((m) => m.role !== "toolResult")) }
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations.filter((v) => v.invariant !== "consistency"), [])
+      assert.strictEqual(
+        result.error,
+        "transformContext returned messages that split tool calls from their results: " +
+          "messages[1]: tool call \"a\" has no result; messages[1]: tool call \"b\" has no result"
+      )
+    }))
+
   it.effect("a transform that fails or returns malformed messages ends the run error", () =>
     Effect.gen(function*() {
       const failing = yield* start([turn.text("never")], [], { transformContext: () => Effect.die(new Error("compactor broke")) })

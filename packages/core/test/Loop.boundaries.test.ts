@@ -54,12 +54,24 @@ describe("bad input ends the run at once (reason error, steps 0, one turn_end, m
         assert.strictEqual((yield* model.requests).length, 0)
       }
       const a = yield* runScripted([turn.text("never")], { messages: "hi" as never })
-      assert.match(a.result.error!, /bad input: .*messages/)
+      assert.strictEqual(a.result.reason, "error")
+      assert.strictEqual(a.result.error, "bad input: messages must be an array")
       assert.strictEqual(a.requests.length, 0)
       const b = yield* runScripted([turn.text("never")], { systemPrompt: 7 as never })
       assert.match(b.result.error!, /bad input: .*systemPrompt/s)
       const c = yield* runScripted([turn.text("never")], { signal: "stop" as never })
       assert.match(c.result.error!, /bad input: .*AbortSignal/s)
+    }))
+})
+
+describe("an empty transcript", () => {
+  it.effect("is sent as it is: the model is asked with no messages (nothing to resume, nothing wrong)", () =>
+    Effect.gen(function*() {
+      const run = yield* runScripted([turn.text("hello")], { messages: [] })
+      assertSound(run)
+      assert.strictEqual(run.result.reason, "stop")
+      assert.deepStrictEqual(run.requests[0]!.messages, [])
+      assert.deepStrictEqual(roles(run.result.messages), ["assistant"])
     }))
 })
 
