@@ -210,7 +210,8 @@ export const makeLineInput = (controller: Controller): Effect.Effect<LineInput, 
               process.stdout.write("\n")
               controller.interrupt()
               if (controller.exitRequested()) finish(undefined)
-              else rl.prompt()
+              // a question asked during a run (an approval) goes away with the aborted run
+              else if (options?.history !== false) rl.prompt()
             })
             const onExit = Deferred.await(controller.exit).pipe(Effect.andThen(Effect.sync(() => finish(undefined))))
             watcher = Effect.runFork(onExit)

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { pairingViolations, parseTranscript } from "@agentloop/core"
 import { Effect } from "effect"
@@ -132,6 +132,35 @@ describe("agentloop chat (in a pseudo-terminal)", () => {
       assert.strictEqual((await list.exited).code, 0)
       const id = file!.split("/").pop()!.replace(".jsonl", "")
       assert.match(list.output(), new RegExp(`^${id}  \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d +2 step\\(s\\)  stop +sleep please\\n$`))
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+})
+
+describe("agentloop chat: Ctrl-C while a call waits for approval", () => {
+  it("aborts the run: the waiting call is paired (skipped, aborted), nothing runs, the prompt comes back", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([{ calls: [{ id: "w1", name: "bash", args: { command: "touch ran.txt" } }] }])
+    try {
+      const cli = startCli(["chat", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+      await answer(cli, "/help for commands", "do it")
+      await cli.waitFor("allow?", 90_000)
+      const at = cli.output().length
+      cli.write("\u0003")
+      await cli.waitFor("run ended: aborted", 90_000, at)
+      await cli.waitFor("usage:", 90_000, at)
+      await cli.waitFor("> ", 90_000, cli.output().lastIndexOf("usage:"))
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exited).code, 0, cli.output())
+      const [file] = sessionFiles(ws)
+      const loaded = transcriptOf(file!)
+      assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+      assert.strictEqual(loaded.repaired, 0)
+      const result = loaded.messages[loaded.messages.length - 1]!
+      assert.strictEqual(result.role, "toolResult")
+      assert.deepStrictEqual(result.role === "toolResult" ? result.details : undefined, { skipped: true, reason: "aborted" })
+      assert.deepStrictEqual(readdirSync(ws).filter((n) => n === "ran.txt"), [], "the call did not run")
     } finally {
       await server.close()
     }
