@@ -1,11 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Queue, Tracer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Tracer } from "effect"
 import { TestClock } from "effect/testing"
 import {
   allow,
   ask,
   deny,
+  Executor,
+  makeToolExecutor,
+  noopSinkLayer,
   readOnlyPolicy,
+  runAgentLoop,
   ToolConcurrency,
   ToolTimeout
 } from "@agentloop/core"
@@ -15,6 +19,7 @@ import {
   echoTool,
   failingTool,
   makeGatedTool,
+  makeScriptedModel,
   probeTool,
   sleepingTool,
   startScripted,
@@ -325,6 +330,35 @@ describe("execution modes and limits", () => {
       assert.deepStrictEqual(s!.details, { timedOut: true, timeoutMs: 1500 })
       assert.isFalse(q!.isError)
       assert.deepStrictEqual(yield* slow.abortedSignalIds, ["s"], "the timed-out call's AbortSignal fired")
+    }))
+
+  it.effect("definitions that change between turns are used for the next batch (a new time limit applies)", () =>
+    Effect.gen(function*() {
+      const tools = yield* makeToolExecutor([echoTool("quick"), sleepingTool("slow", "10 seconds")])
+      const limited = tools.definitions.map((d) => d.name === "slow" ? { ...d, timeoutMs: 1000 } : d)
+      let reads = 0
+      const executor: typeof Executor.Service = {
+        // the run reads them once before its first request, then once per turn
+        get definitions() {
+          return reads++ === 0 ? tools.definitions : limited
+        },
+        execute: tools.execute
+      }
+      const model = yield* makeScriptedModel([
+        turn.toolCalls([toolCall("q", "quick")]),
+        turn.toolCalls([toolCall("s", "slow")]),
+        turn.text("ok")
+      ])
+      const fiber = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(model.layer, noopSinkLayer, Layer.succeed(Executor, executor))),
+        Effect.forkChild
+      )
+      // past the new limit and the tool's own 10 seconds: without the limit the call would answer "slept"
+      yield* TestClock.adjust("10 seconds")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result.reason, "stop")
+      const [, s] = results(result.messages)
+      assert.deepStrictEqual(s!.details, { timedOut: true, timeoutMs: 1000 })
     }))
 
   it.effect("ToolTimeout sets the default limit; a call within it is not cut", () =>
