@@ -167,6 +167,38 @@ describe("agentloop chat: Ctrl-C while a call waits for approval", () => {
   }, 240_000)
 })
 
+describe("agentloop chat: compaction in a small context window", () => {
+  it("a second prompt past 75% of --context-window is sent with the older turns summarised", async () => {
+    const ws = makeWorkspace()
+    let turns = 0
+    const server = await scriptServer((body) => {
+      if (isSummaryRequest(body)) return { text: "Listed numbers with seq.", usage: { input: 30, output: 5 } }
+      const index = turns++
+      if (index === 0) return { calls: [{ id: "q1", name: "bash", args: { command: "seq 1 300" } }] }
+      return { text: `answer ${index}` }
+    })
+    try {
+      const cli = startCli(["chat", "--yes", "--context-window", "500", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+      let at = await answer(cli, "/help for commands", "count")
+      await cli.waitFor("answer 1", 90_000, at)
+      at = await answer(cli, "usage:", "and now?", at)
+      await cli.waitFor("compacted:", 90_000, at)
+      await cli.waitFor("answer 2", 90_000, at)
+      await cli.waitFor("usage:", 90_000, at)
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exited).code, 0, cli.output())
+      const requests = server.bodies.filter((b) => !isSummaryRequest(b.body))
+      const last = requests[requests.length - 1]!.body["messages"] as Array<{ role: string; content: unknown }>
+      assert.match(String(last.find((m) => m.role === "user")!.content), /^\[agentloop: summary of the earlier conversation/)
+      assert.include(JSON.stringify(last), "and now?", "the latest turn is verbatim")
+      const [file] = sessionFiles(ws)
+      assert.include(JSON.stringify(transcriptOf(file!).messages), "\\n300", "the session file keeps the full history")
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+})
+
 describe("agentloop run: compaction, SIGHUP and a closed pipe", () => {
   it("a small context window: older turns are summarised into one message, the latest kept, the file keeps everything", async () => {
     const ws = makeWorkspace()
