@@ -15,8 +15,10 @@ import type { LoopEvent } from "@agentloop/core"
  *
  * - `step`: the model request it belongs to (0 before the first request).
  * - `callIndex`: the call's index in its assistant message, for tool events.
- * - `approval`: for `approval_request`, what `approve(runId, callId, answer)` needs (the event's
- *   `answer` Deferred is not connected: answer with `approve`, from any process).
+ *
+ * An `approval_request` event carries the serializable `id` `<runId>/<callId>` (`approvalIdOf`);
+ * its `answer` Deferred is not connected: answer with `approve(runId, event.call.id, answer)`,
+ * from any process.
  *
  * @since 0.1.0
  * @category models
@@ -26,7 +28,6 @@ export interface DurableEvent {
   readonly step: number
   readonly callIndex?: number | undefined
   readonly event: LoopEvent
-  readonly approval?: { readonly runId: string; readonly callId: string } | undefined
 }
 
 /**

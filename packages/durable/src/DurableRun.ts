@@ -32,9 +32,12 @@ import {
   interruptedResult,
   Message,
   Model,
+  ModelErrorReason,
   prepareTranscript,
   RunReason,
+  runToolCall,
   skippedResult,
+  streamTurn,
   ToolConcurrency,
   ToolResultMessage,
   ToolTimeout,
@@ -45,7 +48,6 @@ import type { ApprovalAnswer, LoopEvent, SkipReason, ToolCall, ToolPolicy, Usage
 import { DurableEventSink } from "./DurableEvent.ts"
 import { DurableStore } from "./DurableStore.ts"
 import type { DurableStoreError } from "./DurableStore.ts"
-import { runCall, streamTurn } from "./internal/run.ts"
 
 // -----------------------------------------------------------------------------
 // Definitions
@@ -100,9 +102,16 @@ const PolicyDecisionSchema = Schema.Union([
   Schema.TaggedStruct("Ask", {})
 ])
 
+/** Core's `TurnOutcome`, journaled. */
 const TurnOutcomeSchema = Schema.Union([
   Schema.TaggedStruct("Message", { message: AssistantMessage }),
-  Schema.TaggedStruct("Ended", { reason: RunReason, error: Schema.optionalKey(Schema.String) })
+  Schema.TaggedStruct("Ended", {
+    outcome: Schema.Struct({
+      reason: RunReason,
+      error: Schema.optional(Schema.String),
+      errorReason: Schema.optional(ModelErrorReason)
+    })
+  })
 ])
 
 const Boundary = Schema.Struct({
@@ -124,8 +133,12 @@ export interface DurableRunnerConfig {
   /** An approval not answered within this time is answered denied. Default: it waits forever. */
   readonly approvalTimeout?: Duration.Input | undefined
   /**
-   * Tools whose call, when it was running as its process died, is answered with the interrupted
-   * result instead of running again (the others run again: at least once).
+   * More tools to run at most once, by name, besides those whose definition says
+   * `atMostOnce: true` (for tools whose definitions you do not write: an MCP server's, a tool
+   * package's). A call of such a tool that was running when its process died is answered with the
+   * interrupted result instead of running again; the other calls run again (at least once). The
+   * list only adds: a tool is at most once when its definition says so *or* it is listed, so a
+   * tool marked in its definition runs at most once whatever this list says.
    */
   readonly atMostOnce?: ReadonlyArray<string> | undefined
 }
@@ -140,9 +153,19 @@ export interface DurableRunnerConfig {
 export const idempotencyKeyOf = (runId: string, step: number, callIndex: number): string =>
   `agentloop:${runId}:${step}:${callIndex}`
 
+/**
+ * The serializable id of a call's approval request, `<runId>/<callId>`: the `id` of the
+ * `approval_request` event (answer it with `approve(runId, callId, answer)`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export const approvalIdOf = (runId: string, callId: string): string => `${runId}/${callId}`
+
 interface Outcome {
   readonly reason: RunReason
   readonly error?: string | undefined
+  readonly errorReason?: ModelErrorReason | undefined
 }
 
 const retryStore = <A>(effect: Effect.Effect<A, DurableStoreError>): Effect.Effect<A> =>
@@ -167,19 +190,15 @@ const body = (config: DurableRunnerConfig) =>
     const { runId, systemPrompt } = payload
     const maxSteps = payload.maxSteps ?? DEFAULT_MAX_STEPS
     const definitions = new Map(executor.definitions.map((d) => [d.name, d]))
-    const atMostOnce = new Set(config.atMostOnce ?? [])
+    const listedAtMostOnce = new Set(config.atMostOnce ?? [])
+    const isAtMostOnce = (name: string) => definitions.get(name)?.atMostOnce === true || listedAtMostOnce.has(name)
     const policy = config.policy
     const approvalTimeout = config.approvalTimeout === undefined ?
       undefined :
       Duration.fromInputUnsafe(config.approvalTimeout)
 
-    const emit = (
-      step: number,
-      callIndex: number | undefined,
-      event: LoopEvent,
-      approval?: { readonly runId: string; readonly callId: string }
-    ): Effect.Effect<void> =>
-      Effect.suspend(() => sink.emit({ runId, step, callIndex, event, approval })).pipe(
+    const emit = (step: number, callIndex: number | undefined, event: LoopEvent): Effect.Effect<void> =>
+      Effect.suspend(() => sink.emit({ runId, step, callIndex, event })).pipe(
         Effect.catchCause((cause) => Effect.logError("agentloop durable: the event sink failed; the run goes on", cause))
       )
     const isAborted = Effect.flatMap(WorkflowEngine.WorkflowEngine, (engine) => engine.deferredResult(AbortDeferred))
@@ -233,7 +252,8 @@ const body = (config: DurableRunnerConfig) =>
         name: `turn/${step}`,
         success: TurnOutcomeSchema,
         execute: Effect.tap(
-          streamTurn(model, request, (event) => emit(step, undefined, event)),
+          // no signal: an abort is taken at the next boundary, a running turn finishes
+          streamTurn(model, request, (event) => emit(step, undefined, event), undefined),
           (outcome) =>
             outcome._tag === "Message" ?
               emit(step, undefined, { type: "assistant_message", message: outcome.message }) :
@@ -267,17 +287,13 @@ const body = (config: DurableRunnerConfig) =>
           const first = yield* retryStore(store.claimStart(key))
           // it had started before: it was running when its process died
           if (aborted) return yield* end(first ? skippedResult(call, "aborted") : interruptedResult(call))
-          if (!first && atMostOnce.has(call.name)) return yield* end(interruptedResult(call))
+          if (!first && isAtMostOnce(call.name)) return yield* end(interruptedResult(call))
           const limit = definitions.get(call.name)?.timeoutMs ?? defaultTimeout
           const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
           yield* emit(step, index, { type: "tool_start", call })
-          const result = yield* runCall(
-            executor,
-            call,
-            { toolCallId: call.id, toolName: call.name, idempotencyKey: key },
-            (progress) => emit(step, index, { type: "tool_progress", toolCallId: call.id, progress }),
-            timeout
-          )
+          const result = yield* runToolCall(executor, call, (event) => emit(step, index, event), timeout, {
+            idempotencyKey: key
+          })
           return yield* end(result)
         })
       })
@@ -286,9 +302,11 @@ const body = (config: DurableRunnerConfig) =>
       Effect.gen(function*() {
         yield* Activity.make({
           name: `ask/${step}/${index}`,
-          execute: emit(step, index, { type: "approval_request", call, answer: Deferred.makeUnsafe<ApprovalAnswer>() }, {
-            runId,
-            callId: call.id
+          execute: emit(step, index, {
+            type: "approval_request",
+            call,
+            id: approvalIdOf(runId, call.id),
+            answer: Deferred.makeUnsafe<ApprovalAnswer>()
           })
         })
         const answered = Effect.map(DurableDeferred.await(approvalDeferred(call.id)), (answer): Verdict =>
@@ -390,7 +408,7 @@ const body = (config: DurableRunnerConfig) =>
         steps++
         const step = steps
         const outcome = yield* turn(step)
-        if (outcome._tag === "Ended") return { reason: outcome.reason, error: outcome.error } satisfies Outcome
+        if (outcome._tag === "Ended") return outcome.outcome satisfies Outcome
         const message = outcome.message
         const calls = toolCallsOf(message)
         const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
@@ -419,6 +437,7 @@ const body = (config: DurableRunnerConfig) =>
       steps,
       reason: outcome.reason,
       ...(outcome.error === undefined ? {} : { error: outcome.error }),
+      ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
       ...(usage === undefined ? {} : { usage })
     }
     return yield* Activity.make({

@@ -9,7 +9,11 @@ export * from "./DurableEvent.ts"
 export * from "./DurableRun.ts"
 export * from "./DurableStore.ts"
 /**
+ * A small `SqlClient` for `effect/sql` on Node's built-in `node:sqlite` (the embedded engine's
+ * database) as a namespace: `SqliteClient.layer({ filename })`, ...
+ *
  * @since 0.1.0
+ * @category namespaces
  */
 export * as SqliteClient from "./SqliteClient.ts"
 export * from "./Engines.ts"

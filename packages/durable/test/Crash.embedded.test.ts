@@ -1,8 +1,8 @@
 /**
  * kill -9 on the embedded engine (one process, one SQLite file): start the same command again and
  * the run completes; what completed before the kill never runs again; what was running runs
- * again with the same idempotency key (or, for atMostOnce tools, is answered interrupted); the
- * transcript passes checkInvariants.
+ * again with the same idempotency key, read by the tool from its context (or, for a tool defined
+ * with `atMostOnce: true`, is answered interrupted); the transcript passes checkInvariants.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -45,7 +45,11 @@ describe("embedded engine: kill -9 and start the same command again", () => {
       assert.strictEqual(c.call("c1"), 1)
       assert.strictEqual(c.call("c2"), 2)
       assert.strictEqual(c.call("c3"), 2)
+      // the tool read the same key from its context on both runs (the log records it at start and end)
+      assert.deepStrictEqual(c.keys("c1"), ["agentloop:run-1:1:0"])
       assert.deepStrictEqual(c.keys("c2"), ["agentloop:run-1:1:1"])
+      assert.deepStrictEqual(c.keys("c3"), ["agentloop:run-1:1:2"])
+      assert.strictEqual(new Set(c.entries.filter((e) => e.call === "c2" && e.phase === "start").map((e) => e.pid)).size, 2)
       assert.strictEqual(c.call("d1"), 1)
       assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
       const { result, violations } = resultAndViolations(s.result, s.events)
@@ -53,7 +57,7 @@ describe("embedded engine: kill -9 and start the same command again", () => {
       assert.deepStrictEqual(violations, [])
     }), 60_000)
 
-  it.live("during a tool batch with atMostOnce tools: the running calls are answered interrupted, not run again", () =>
+  it.live("during a tool batch of a tool defined atMostOnce (no runner list): the running calls are answered interrupted, not run again", () =>
     Effect.gen(function*() {
       const s = setup({ atMostOnce: true })
       const first = spawnProc("runner-start", s)

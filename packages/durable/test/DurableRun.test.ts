@@ -1,11 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer } from "effect"
+import { Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { ToolConcurrency, ask, deny, allow } from "@agentloop/core"
+import { ToolConcurrency, ask, defineTool, deny, allow, ModelError } from "@agentloop/core"
 import type { AgentRunResult, Message, ToolResultMessage } from "@agentloop/core"
 import { echoTool, makeGatedTool, probeTool, sleepingTool, toolCall, turn, user, fakeTool } from "@agentloop/testkit"
 import {
   abortRun,
+  approvalIdOf,
   approve,
   DurableStore,
   followUp,
@@ -147,7 +148,9 @@ describe("approvals", () => {
       const fiber = yield* runDurable({ runId: "ap", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* h.awaitEvent((e) => e.event.type === "approval_request")
       const request = h.events.find((e) => e.event.type === "approval_request")!
-      assert.deepStrictEqual(request.approval, { runId: "ap", callId: "w1" })
+      // the serializable id, and what approve() needs: the run and the call
+      assert.strictEqual(request.event.type === "approval_request" ? request.event.id : undefined, "ap/w1")
+      assert.strictEqual(approvalIdOf(request.runId, "w1"), "ap/w1")
       // the other call of the batch goes on while w1 waits
       yield* h.awaitEvent((e) => e.event.type === "tool_end" && e.event.result.toolCallId === "r2")
       assert.strictEqual(yield* write.executions, 0)
@@ -278,29 +281,67 @@ describe("abort, steering and follow-ups from outside", () => {
 })
 
 describe("calls found already started (a crash mid-call)", () => {
-  it.effect("run again with the same idempotency key, except atMostOnce tools, answered interrupted", () =>
+  it.effect("run again with the same idempotency key in their context; atMostOnce tools (by definition or listed) answered interrupted", () =>
     Effect.gen(function*() {
-      const keys: Array<unknown> = []
-      const keyed = fakeTool("charge", (_, ctx) => Effect.sync(() => {
-        keys.push((ctx as unknown as { idempotencyKey: unknown }).idempotencyKey)
-        return "charged"
+      const keys: Array<string | undefined> = []
+      const keyed = fakeTool("charge", (_, ctx) =>
+        Effect.sync(() => {
+          keys.push(ctx.idempotencyKey)
+          return "charged"
+        }))
+      // marked in its definition; no runner list names it
+      const deploy = probeTool(defineTool({
+        name: "deploy",
+        description: "deploys",
+        parameters: Schema.Struct({}),
+        atMostOnce: true,
+        execute: () => Effect.succeed("deployed")
       }))
-      const once = probeTool(echoTool("deploy"))
+      // a tool whose definition we do not write: listed in the runner's configuration
+      const listed = probeTool(echoTool("mcp_send"))
       const input = [user("go")]
       const h = yield* makeHarness([
-        turn.toolCalls([toolCall("c", "charge"), toolCall("d", "deploy")]),
+        turn.toolCalls([toolCall("c", "charge"), toolCall("d", "deploy"), toolCall("m", "mcp_send")]),
+        turn.toolCalls([toolCall("c2", "charge"), toolCall("d2", "deploy"), toolCall("m2", "mcp_send")]),
         turn.text("done")
-      ], [keyed, once.tool], { atMostOnce: ["deploy"] })
+      ], [keyed, deploy.tool, listed.tool], { atMostOnce: ["mcp_send"] })
       const result = yield* Effect.gen(function*() {
         const store = yield* DurableStore
-        // what a process that died mid-call leaves behind: both calls marked started
-        yield* store.claimStart(idempotencyKeyOf("cr", 1, 0))
-        yield* store.claimStart(idempotencyKeyOf("cr", 1, 1))
+        // what a process that died mid-call leaves behind: the first step's calls marked started
+        yield* Effect.forEach([0, 1, 2], (i) => store.claimStart(idempotencyKeyOf("cr", 1, i)), { discard: true })
         return yield* runDurable({ runId: "cr", messages: input })
       }).pipe(h.provide)
-      assert.deepStrictEqual(keys, [idempotencyKeyOf("cr", 1, 0)])
-      assert.strictEqual(yield* once.executions, 0)
-      assert.deepStrictEqual(results(result)[1]!.details, { interrupted: true })
+      assert.deepStrictEqual(keys, [idempotencyKeyOf("cr", 1, 0), idempotencyKeyOf("cr", 2, 0)])
+      assert.deepStrictEqual(results(result).map((r) => [r.toolCallId, r.details]), [
+        ["c", undefined],
+        ["d", { interrupted: true }],
+        ["m", { interrupted: true }],
+        ["c2", undefined],
+        ["d2", undefined],
+        ["m2", undefined]
+      ])
+      // calls not found started run as usual, once
+      assert.deepStrictEqual(yield* deploy.executedIds, ["d2"])
+      assert.deepStrictEqual(yield* listed.executedIds, ["m2"])
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+})
+
+describe("how a run ends", () => {
+  it.effect("a turn failing with a typed ModelError ends the run error with its errorReason, like runAgentLoop", () =>
+    Effect.gen(function*() {
+      const input = [user("go")]
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("a", "echo")]),
+        () => Stream.fail(new ModelError({ message: "slow down", reason: "rate_limit" }))
+      ], [echoTool("echo")])
+      const result = yield* runDurable({ runId: "er", messages: input }).pipe(h.provide)
+      assert.strictEqual(result.reason, "error")
+      assert.strictEqual(result.errorReason, "rate_limit")
+      assert.match(result.error ?? "", /slow down/)
+      assert.strictEqual(shape(result), "U A R(a)")
+      const ended = yield* listRuns().pipe(h.provide)
+      assert.deepStrictEqual(ended.map((r) => [r.runId, r.reason]), [["er", "error"]])
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
     }))
 
