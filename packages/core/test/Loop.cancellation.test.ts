@@ -287,3 +287,30 @@ describe("limits", () => {
       yield* Fiber.join(fiber)
     }))
 })
+
+describe("the timeout option, where the deadline meets other endings", () => {
+  it.effect("with a caller's signal that never fires, a passed deadline is still reported as the timeout", () =>
+    Effect.gen(function*() {
+      const controller = new AbortController()
+      const run = yield* start([turn.never(["thinking"])], [], { timeout: "5 minutes", signal: controller.signal })
+      yield* TestClock.adjust("5 minutes")
+      const result = yield* Fiber.join(run.fiber)
+      assert.deepStrictEqual(yield* run.check(result), [])
+      assert.strictEqual(result.reason, "aborted")
+      assert.strictEqual(result.error, "run timed out after 5m")
+    }))
+
+  it.effect("a run that ends otherwise after its deadline passed keeps its own ending", () =>
+    Effect.gen(function*() {
+      // transformContext is not raced with the signal: it outlives the deadline, then fails
+      const run = yield* start([turn.text("never")], [], {
+        timeout: "5 minutes",
+        transformContext: () => Effect.andThen(Effect.sleep("10 minutes"), Effect.die(new Error("compactor broke")))
+      })
+      yield* TestClock.adjust("10 minutes")
+      const result = yield* Fiber.join(run.fiber)
+      assert.deepStrictEqual(yield* run.check(result), [])
+      assert.strictEqual(result.reason, "error")
+      assert.match(result.error!, /^transformContext failed: compactor broke/)
+    }))
+})
