@@ -7,6 +7,7 @@
  */
 import { Exit, Schema } from "effect"
 import { skipText } from "./Decision.ts"
+import { describeCause } from "./internal/common.ts"
 import type { SkipReason } from "./Decision.ts"
 import {
   isAssistantMessageFast,
@@ -58,10 +59,10 @@ const decodeMessage = Schema.decodeUnknownExit(Message)
 const decodeAssistant = Schema.decodeUnknownExit(AssistantMessage)
 const decodeToolResult = Schema.decodeUnknownExit(ToolResultMessage)
 
-const issueText = (exit: Exit.Exit<unknown, Schema.SchemaError>): string => {
-  if (Exit.isSuccess(exit)) return ""
+/** The schema's words for a failed decode (a failed decode always carries its `SchemaError`). */
+const issueText = (exit: Exit.Failure<unknown, Schema.SchemaError>): string => {
   const reason = exit.cause.reasons.find((r) => r._tag === "Fail")
-  return reason !== undefined && reason._tag === "Fail" ? reason.error.message : "invalid value"
+  return reason?._tag === "Fail" ? reason.error.message : describeCause(exit.cause)
 }
 
 const indent = (text: string) => text.replace(/\n/g, "\n  ")

@@ -145,6 +145,46 @@ describe("a run bounded by time (the timeout option)", () => {
       assert.isFalse("error" in result)
     }))
 
+  it.effect("when the caller aborts and the deadline passes too, the first of the two names the ending", () =>
+    Effect.gen(function*() {
+      // the tool's cleanup takes time (a finalizer on the Clock), so the second stop comes during it
+      const cleanupTakes = (name: string) =>
+        defineTool({
+          name,
+          description: "",
+          parameters: Schema.Struct({}),
+          execute: () => Effect.never.pipe(Effect.onInterrupt(() => Effect.sleep("10 minutes")))
+        })
+      // the deadline first, then the caller
+      const callerLate = new AbortController()
+      const first = yield* startScripted([turn.toolCalls([toolCall("a", "slow")])], {
+        tools: [cleanupTakes("slow")],
+        timeout: "5 minutes",
+        signal: callerLate.signal
+      })
+      yield* first.awaitEvent((e) => e.type === "tool_start")
+      yield* TestClock.adjust("5 minutes")
+      callerLate.abort()
+      yield* TestClock.adjust("10 minutes")
+      const a = yield* first.finish
+      assert.deepStrictEqual(a.violations, [])
+      assert.strictEqual(a.result.error, "run timed out after 5m")
+      // the caller first, then the deadline (passing while the tool cleans up)
+      const callerFirst = new AbortController()
+      const second = yield* startScripted([turn.toolCalls([toolCall("a", "slow")])], {
+        tools: [cleanupTakes("slow")],
+        timeout: "5 minutes",
+        signal: callerFirst.signal
+      })
+      yield* second.awaitEvent((e) => e.type === "tool_start")
+      callerFirst.abort()
+      yield* TestClock.adjust("20 minutes")
+      const b = yield* second.finish
+      assert.deepStrictEqual(b.violations, [])
+      assert.strictEqual(b.result.reason, "aborted")
+      assert.isFalse("error" in b.result, "the caller's abort came first")
+    }))
+
   it.effect("a timeout that is not a positive duration is bad input", () =>
     Effect.gen(function*() {
       for (const timeout of [0, -5, "soon"]) {

@@ -299,6 +299,8 @@ const drive = (
 interface Deadline {
   readonly limit: Duration.Duration
   readonly controller: AbortController
+  /** The deadline passed before any abort by the caller: the run is reported as timed out. */
+  timedOut: boolean
 }
 
 /** The run's `timeout`, when it has a valid one (an invalid one is bad input, reported by `drive`). */
@@ -307,7 +309,7 @@ const deadlineOf = (options: AgentLoopOptions): Deadline | undefined => {
   if (timeout === undefined) return undefined
   const limit = Duration.fromInput(timeout)
   return Option.isSome(limit) && Duration.isGreaterThan(limit.value, Duration.zero) ?
-    { limit: limit.value, controller: new AbortController() } :
+    { limit: limit.value, controller: new AbortController(), timedOut: false } :
     undefined
 }
 
@@ -325,7 +327,14 @@ const withDeadline = <A, R>(
     const signal = options.signal === undefined ?
       deadline.controller.signal :
       AbortSignal.any([options.signal, deadline.controller.signal])
-    const timer = Effect.andThen(Effect.sleep(deadline.limit), Effect.sync(() => deadline.controller.abort()))
+    const timer = Effect.andThen(
+      Effect.sleep(deadline.limit),
+      Effect.sync(() => {
+        // whichever stopped the run first names it: a caller's abort that came first stays the caller's
+        deadline.timedOut = options.signal?.aborted !== true
+        deadline.controller.abort()
+      })
+    )
     return Effect.flatMap(
       Effect.forkChild(timer),
       (fiber) => Effect.ensuring(drive({ ...options, signal }), Fiber.interrupt(fiber))
@@ -355,8 +364,7 @@ export const runLoop = (
       ))
       yield* closeTranscript(state, emit)
       const outcome: Outcome = Exit.isSuccess(exit) ?
-        (exit.value.reason === "aborted" && deadline?.controller.signal.aborted === true &&
-            options.signal?.aborted !== true ?
+        (exit.value.reason === "aborted" && deadline?.timedOut === true ?
           { reason: "aborted", error: `run timed out after ${Duration.format(deadline.limit)}` } :
           exit.value) :
         Cause.hasInterruptsOnly(exit.cause) ?
