@@ -550,17 +550,23 @@ describe("usage", () => {
     }))
 })
 
+/** A tracer that keeps every span it makes, to read their names and attributes. */
+const recordingTracer = () => {
+  const spans: Array<Tracer.NativeSpan> = []
+  const tracer = Tracer.make({
+    span: (options) => {
+      const span = new Tracer.NativeSpan(options)
+      spans.push(span)
+      return span
+    }
+  })
+  return { spans, tracer }
+}
+
 describe("tracing", () => {
   it.effect("a span per run, per model turn and per tool call, with attributes", () =>
     Effect.gen(function*() {
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span: (options) => {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = recordingTracer()
       const run = yield* start(
         [
           turn.message(assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("b", "e")], usage: { input: 7, output: 3 } })),
@@ -587,14 +593,7 @@ describe("tracing", () => {
 
   it.effect("a call that ends in an error result has a span with outcome error", () =>
     Effect.gen(function*() {
-      const spans: Array<Tracer.NativeSpan> = []
-      const tracer = Tracer.make({
-        span: (options) => {
-          const span = new Tracer.NativeSpan(options)
-          spans.push(span)
-          return span
-        }
-      })
+      const { spans, tracer } = recordingTracer()
       const run = yield* start(
         [turn.toolCalls([toolCall("ok", "e"), toolCall("bad", "f")]), turn.text("ok")],
         [echoTool("e"), failingTool("f", "disk full")]
