@@ -3,8 +3,10 @@
  *
  * @since 0.1.0
  */
-import { Duration, Effect, Option, Queue, Schema } from "effect"
+import type { Duration } from "effect"
+import { Effect, Queue, Schema } from "effect"
 import { ModelErrorReason } from "./Errors.ts"
+import { positiveDuration } from "./internal/common.ts"
 import { AbortSignalSchema } from "./Executor.ts"
 import { RunReason } from "./LoopEvent.ts"
 import { Message, Usage, UserMessage } from "./Message.ts"
@@ -13,10 +15,7 @@ import type { ToolPolicy } from "./Policy.ts"
 const isFunction = (u: unknown): u is (...args: ReadonlyArray<never>) => unknown => typeof u === "function"
 
 const DurationInput = Schema.declare(
-  (u: unknown): u is Duration.Input => {
-    const duration = Duration.fromInput(u as Duration.Input)
-    return Option.isSome(duration) && Duration.isGreaterThan(duration.value, Duration.zero)
-  },
+  (u: unknown): u is Duration.Input => positiveDuration(u) !== undefined,
   { expected: "a positive duration (milliseconds, \"30 seconds\", a Duration)" }
 )
 

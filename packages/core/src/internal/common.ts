@@ -1,7 +1,7 @@
 /**
  * Small pieces the loop's engine modules share.
  */
-import { Cause, Effect, Inspectable } from "effect"
+import { Cause, Duration, Effect, Inspectable, Option } from "effect"
 import type { LoopEvent } from "../LoopEvent.ts"
 
 /** An already guarded `EventSink.emit`: never fails, never dies. */
@@ -48,3 +48,9 @@ export const awaitAbort = (signal: AbortSignal): Effect.Effect<void> =>
     signal.addEventListener("abort", onAbort, { once: true })
     return Effect.sync(() => signal.removeEventListener("abort", onAbort))
   })
+
+/** `u` as a positive `Duration`, or `undefined` when it is not one (the run options' time limits). */
+export const positiveDuration = (u: unknown): Duration.Duration | undefined => {
+  const duration = Duration.fromInput(u as Duration.Input)
+  return Option.isSome(duration) && Duration.isGreaterThan(duration.value, Duration.zero) ? duration.value : undefined
+}

@@ -5,7 +5,7 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Duration, Effect, Exit, Fiber, Option, Queue, Schema, Tracer } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
 import { Executor } from "../Executor.ts"
@@ -24,7 +24,7 @@ import { streamTurn } from "../Turn.ts"
 import type { TurnEnding } from "../Turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
-import { describeCause } from "./common.ts"
+import { describeCause, positiveDuration } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
 
@@ -307,10 +307,8 @@ interface Deadline {
 const deadlineOf = (options: AgentLoopOptions): Deadline | undefined => {
   const timeout = typeof options === "object" && options !== null ? options.timeout : undefined
   if (timeout === undefined) return undefined
-  const limit = Duration.fromInput(timeout)
-  return Option.isSome(limit) && Duration.isGreaterThan(limit.value, Duration.zero) ?
-    { limit: limit.value, controller: new AbortController(), timedOut: false } :
-    undefined
+  const limit = positiveDuration(timeout)
+  return limit === undefined ? undefined : { limit, controller: new AbortController(), timedOut: false }
 }
 
 /**
