@@ -10,7 +10,7 @@ import { prepareTranscript } from "@agentloop/core"
 import type { AgentRunResult, ApprovalAnswer, Message, UserMessage } from "@agentloop/core"
 import { DurableAgentRun } from "./DurableRun.ts"
 import { DurableStore } from "./DurableStore.ts"
-import type { DurableStoreError } from "./DurableStore.ts"
+import type { DurableStoreError, PendingApproval } from "./DurableStore.ts"
 
 /**
  * A run that cannot start: what is wrong with its input.
@@ -87,6 +87,8 @@ export interface DurableRunStatus {
   readonly state: "running" | "waiting" | "ended"
   readonly reason?: AgentRunResult["reason"] | undefined
   readonly steps?: number | undefined
+  /** The calls waiting for an approval (answer with `approve(runId, call.id, answer)`), oldest first. */
+  readonly approvals: ReadonlyArray<PendingApproval>
 }
 
 /**
@@ -103,16 +105,21 @@ export const listRuns = (): Effect.Effect<
   Effect.gen(function*() {
     const store = yield* DurableStore
     const runs = yield* store.runs
-    return yield* Effect.forEach(runs, ({ runId, startedAt }) =>
-      Effect.gen(function*() {
-        const polled = yield* DurableAgentRun.poll(yield* executionIdOf(runId))
-        if (Option.isNone(polled)) return { runId, startedAt, state: "running" as const }
-        if (polled.value._tag === "Suspended") return { runId, startedAt, state: "waiting" as const }
-        const exit = polled.value.exit
-        return exit._tag === "Success" ?
-          { runId, startedAt, state: "ended" as const, reason: exit.value.reason, steps: exit.value.steps } :
-          { runId, startedAt, state: "ended" as const, reason: "error" as const }
-      }))
+    const pending = yield* store.pendingApprovals()
+    const statusOf = ({ runId, startedAt }: { readonly runId: string; readonly startedAt: number }) =>
+      Effect.map(
+        Effect.flatMap(executionIdOf(runId), (id) => DurableAgentRun.poll(id)),
+        (polled): DurableRunStatus => {
+          const approvals = pending.filter((a) => a.runId === runId)
+          if (Option.isNone(polled)) return { runId, startedAt, state: "running", approvals }
+          if (polled.value._tag === "Suspended") return { runId, startedAt, state: "waiting", approvals }
+          const exit = polled.value.exit
+          return exit._tag === "Success" ?
+            { runId, startedAt, state: "ended", reason: exit.value.reason, steps: exit.value.steps, approvals: [] } :
+            { runId, startedAt, state: "ended", reason: "error", approvals: [] }
+        }
+      )
+    return yield* Effect.forEach(runs, statusOf)
   })
 
 const checkOptions = (options: DurableRunOptions) =>
@@ -162,6 +169,19 @@ export const awaitRun = (
     Effect.retry({ schedule: Schedule.spaced(options.interval ?? "100 millis") }),
     Effect.orDie
   )
+
+/**
+ * The calls waiting for an approval, oldest first: of run `runId`, or of every run. A call is
+ * listed from its `approval_request` until its approval is settled (answered and taken by the
+ * run, timed out, or aborted).
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const pendingApprovals = (
+  runId?: string
+): Effect.Effect<ReadonlyArray<PendingApproval>, DurableStoreError, DurableStore> =>
+  Effect.flatMap(DurableStore, (store) => store.pendingApprovals(runId))
 
 /**
  * Answers the approval request of call `callId` of run `runId`, from any process, at any later

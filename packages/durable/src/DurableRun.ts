@@ -18,7 +18,7 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Option, Schedule, Schema } from "effect"
+import { Clock, Deferred, Duration, Effect, Option, Schedule, Schema } from "effect"
 import { Activity, DurableClock, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
 import {
   AgentRunResult,
@@ -95,6 +95,10 @@ const Verdict = Schema.Union([
   Schema.TaggedStruct("Aborted", {})
 ])
 type Verdict = typeof Verdict.Type
+/** Whether the verdict came from an approval request (which the call's activity then settles). */
+interface Asked {
+  readonly asked?: boolean | undefined
+}
 
 const PolicyDecisionSchema = Schema.Union([
   Schema.TaggedStruct("Allow", {}),
@@ -273,11 +277,13 @@ const body = (config: DurableRunnerConfig) =>
         })
       })
 
-    const callActivity = (step: number, index: number, call: ToolCall, verdict: Verdict) =>
+    const callActivity = (step: number, index: number, call: ToolCall, verdict: Verdict, asked: boolean) =>
       Activity.make({
         name: `call/${step}/${index}`,
         success: ToolResultMessage,
         execute: Effect.gen(function*() {
+          // the approval it waited for is settled (answered, timed out or aborted)
+          if (asked) yield* retryStore(store.settleApproval(runId, call.id))
           const end = (result: ToolResultMessage) =>
             Effect.as(emit(step, index, { type: "tool_end", result }), result)
           if (verdict._tag === "Denied") return yield* end(deniedResult(call, verdict.reason))
@@ -302,11 +308,15 @@ const body = (config: DurableRunnerConfig) =>
       Effect.gen(function*() {
         yield* Activity.make({
           name: `ask/${step}/${index}`,
-          execute: emit(step, index, {
-            type: "approval_request",
-            call,
-            id: approvalIdOf(runId, call.id),
-            answer: Deferred.makeUnsafe<ApprovalAnswer>()
+          execute: Effect.gen(function*() {
+            const requestedAt = yield* Clock.currentTimeMillis
+            yield* retryStore(store.requestApproval({ runId, call, requestedAt }))
+            yield* emit(step, index, {
+              type: "approval_request",
+              call,
+              id: approvalIdOf(runId, call.id),
+              answer: Deferred.makeUnsafe<ApprovalAnswer>()
+            })
           })
         })
         const answered = Effect.map(DurableDeferred.await(approvalDeferred(call.id)), (answer): Verdict =>
@@ -353,20 +363,20 @@ const body = (config: DurableRunnerConfig) =>
       decision: typeof PolicyDecisionSchema.Type | undefined
     ) =>
       Effect.gen(function*() {
-        if (decision === undefined || decision._tag === "Allow") return { _tag: "Run" } as Verdict
-        if (decision._tag === "Deny") return { _tag: "Denied", reason: decision.reason } as Verdict
+        if (decision === undefined || decision._tag === "Allow") return { _tag: "Run" } as Verdict & Asked
+        if (decision._tag === "Deny") return { _tag: "Denied", reason: decision.reason } as Verdict & Asked
         const known = remembered.get(call.name)
         if (known !== undefined) {
           return known.approved ?
-            { _tag: "Run" } as Verdict :
-            { _tag: "Denied", ...(known.reason === undefined ? {} : { reason: known.reason }) } as Verdict
+            { _tag: "Run" } as Verdict & Asked :
+            { _tag: "Denied", ...(known.reason === undefined ? {} : { reason: known.reason }) } as Verdict & Asked
         }
         const verdict = yield* approval(step, index, call)
         if (verdict._tag !== "Aborted" && verdict.always === true) {
           const reason = verdict._tag === "Denied" ? verdict.reason : undefined
           remembered.set(call.name, { approved: verdict._tag === "Run", always: true, reason })
         }
-        return verdict
+        return { ...verdict, asked: true }
       })
 
     // A stage first journals the policy's decision for each of its calls; then the calls that may
@@ -389,7 +399,7 @@ const body = (config: DurableRunnerConfig) =>
                 Effect.gen(function*() {
                   const call = calls[index]!
                   const verdict = yield* verdictOf(step, index, call, decision)
-                  results[index] = yield* callActivity(step, index, call, verdict)
+                  results[index] = yield* callActivity(step, index, call, verdict, verdict.asked === true)
                 }), { concurrency, discard: true })
             }),
           { discard: true }

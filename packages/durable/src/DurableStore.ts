@@ -7,13 +7,26 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { UserMessage } from "@agentloop/core"
+import { ToolCall, UserMessage } from "@agentloop/core"
 
 /**
  * @since 0.1.0
  * @category models
  */
 export type InboxKind = "steering" | "followUp"
+
+/**
+ * A call of a run waiting for an approval: answer it with `approve(runId, call.id, answer)`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PendingApproval {
+  readonly runId: string
+  readonly call: ToolCall
+  /** When the approval was requested, in epoch milliseconds. */
+  readonly requestedAt: number
+}
 
 /**
  * @since 0.1.0
@@ -42,6 +55,12 @@ export class DurableStore extends Context.Service<DurableStore, {
   readonly register: (runId: string, startedAt: number) => Effect.Effect<void, DurableStoreError>
   /** Every run recorded, oldest first. */
   readonly runs: Effect.Effect<ReadonlyArray<{ readonly runId: string; readonly startedAt: number }>, DurableStoreError>
+  /** Records that a call waits for an approval (once per run and call id). */
+  readonly requestApproval: (approval: PendingApproval) => Effect.Effect<void, DurableStoreError>
+  /** Records that a call's approval was settled (answered, timed out or aborted). */
+  readonly settleApproval: (runId: string, callId: string) => Effect.Effect<void, DurableStoreError>
+  /** The approvals requested and not settled yet, oldest first; of one run, or of every run. */
+  readonly pendingApprovals: (runId?: string) => Effect.Effect<ReadonlyArray<PendingApproval>, DurableStoreError>
 }>()("@agentloop/durable/DurableStore") {}
 
 /**
@@ -54,7 +73,19 @@ export const memoryStoreLayer: Layer.Layer<DurableStore> = Layer.sync(DurableSto
   const starts = new Set<string>()
   const inbox = new Map<string, Array<UserMessage>>()
   const runs = new Map<string, number>()
+  const approvals = new Map<string, PendingApproval>()
   return DurableStore.of({
+    requestApproval: (approval) =>
+      Effect.sync(() => {
+        const key = `${approval.runId}|${approval.call.id}`
+        if (!approvals.has(key)) approvals.set(key, approval)
+      }),
+    settleApproval: (runId, callId) => Effect.sync(() => void approvals.delete(`${runId}|${callId}`)),
+    pendingApprovals: (runId) =>
+      Effect.sync(() =>
+        [...approvals.values()].filter((a) => runId === undefined || a.runId === runId)
+          .sort((a, b) => a.requestedAt - b.requestedAt)
+      ),
     register: (runId, startedAt) => Effect.sync(() => void (runs.has(runId) || runs.set(runId, startedAt))),
     runs: Effect.sync(() => [...runs].map(([runId, startedAt]) => ({ runId, startedAt }))),
     claimStart: (key) =>
@@ -76,10 +107,12 @@ export const memoryStoreLayer: Layer.Layer<DurableStore> = Layer.sync(DurableSto
 
 const encodeMessage = Schema.encodeSync(Schema.fromJsonString(UserMessage))
 const decodeMessage = Schema.decodeUnknownEffect(Schema.fromJsonString(UserMessage))
+const encodeCall = Schema.encodeSync(Schema.fromJsonString(ToolCall))
+const decodeCall = Schema.decodeUnknownEffect(Schema.fromJsonString(ToolCall))
 
 /**
- * A store in the run's SQL database (SQLite or PostgreSQL): tables `agentloop_call_starts` and
- * `agentloop_inbox`, created when missing.
+ * A store in the run's SQL database (SQLite or PostgreSQL): tables `agentloop_call_starts`,
+ * `agentloop_inbox`, `agentloop_runs` and `agentloop_approvals`, created when missing.
  *
  * @since 0.1.0
  * @category layers
@@ -105,7 +138,39 @@ export const sqlStoreLayer: Layer.Layer<DurableStore, DurableStoreError, SqlClie
     yield* sql.unsafe(
       "create table if not exists agentloop_runs (run_id varchar(512) primary key, started_at bigint not null)"
     ).pipe(Effect.mapError(fail("creating agentloop_runs")))
+    yield* sql.unsafe(
+      "create table if not exists agentloop_approvals (run_id varchar(512) not null, call_id varchar(512) not null, " +
+        "call text not null, requested_at bigint not null, settled integer not null default 0, " +
+        "primary key (run_id, call_id))"
+    ).pipe(Effect.mapError(fail("creating agentloop_approvals")))
     return DurableStore.of({
+      requestApproval: (approval) =>
+        sql`insert into agentloop_approvals (run_id, call_id, call, requested_at) values (${approval.runId},
+          ${approval.call.id}, ${encodeCall(approval.call)}, ${approval.requestedAt}) on conflict do nothing`.pipe(
+          Effect.asVoid,
+          Effect.mapError(fail("recording an approval request"))
+        ),
+      settleApproval: (runId, callId) =>
+        sql`update agentloop_approvals set settled = 1 where run_id = ${runId} and call_id = ${callId}`.pipe(
+          Effect.asVoid,
+          Effect.mapError(fail("settling an approval"))
+        ),
+      pendingApprovals: (runId) =>
+        (runId === undefined ?
+          sql<{ run_id: string; call: string; requested_at: number | string }>`select run_id, call, requested_at
+            from agentloop_approvals where settled = 0 order by requested_at, run_id, call_id` :
+          sql<{ run_id: string; call: string; requested_at: number | string }>`select run_id, call, requested_at
+            from agentloop_approvals where settled = 0 and run_id = ${runId} order by requested_at, call_id`).pipe(
+          Effect.mapError(fail("listing approvals")),
+          Effect.flatMap((rows) =>
+            Effect.forEach(rows, (row) =>
+              Effect.map(decodeCall(row.call), (call) => ({
+                runId: row.run_id,
+                call,
+                requestedAt: Number(row.requested_at)
+              }))).pipe(Effect.mapError(fail("decoding an approval request")))
+          )
+        ),
       register: (runId, startedAt) =>
         sql`insert into agentloop_runs (run_id, started_at) values (${runId}, ${startedAt}) on conflict do nothing`.pipe(
           Effect.asVoid,

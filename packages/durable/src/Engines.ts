@@ -6,6 +6,7 @@
  * |---|---|---|
  * | `memoryEngineLayer` | `WorkflowEngine.layerMemory` | nothing (tests) |
  * | `embeddedEngineLayer` | one process, one SQLite file (`node:sqlite`): `SingleRunner` + `ClusterWorkflowEngine` | a crash: start the same command again |
+ * | `embeddedClientLayer` | another process on the same file: starts, lists, approves, aborts, steers; runs nothing | — |
  * | `postgresRunnerLayer` / `postgresClientLayer` | runner processes on PostgreSQL (`NodeClusterSocket`), client-only processes that start runs, approve and abort | a runner's crash: another runner takes its shards over |
  *
  * Each layer also provides the `SqlClient` it uses (the store's tables live in the same database).
@@ -15,11 +16,14 @@
  */
 import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Duration, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { ClusterWorkflowEngine, RunnerAddress, SingleRunner } from "effect/cluster"
 import type { ShardingConfig } from "effect/cluster"
-import type { SqlClient } from "effect/sql"
+import { Reactivity } from "effect/reactivity"
+import { SqlClient } from "effect/sql"
 import { WorkflowEngine } from "effect/workflow"
+import { existsSync } from "node:fs"
+import { DatabaseSync } from "node:sqlite"
 import { DurableStore, memoryStoreLayer, sqlStoreLayer } from "./DurableStore.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 
@@ -79,8 +83,84 @@ export const memoryEngineLayer: Layer.Layer<WorkflowEngine.WorkflowEngine | Dura
 )
 
 /**
+ * The embedded engine's layer failed to start: the database file cannot be opened, or another
+ * process is already the runner of this file.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class EmbeddedEngineError extends Schema.TaggedError<EmbeddedEngineError>()("EmbeddedEngineError", {
+  message: Schema.String
+}) {}
+
+/**
+ * The file that marks which process is the runner of an embedded database file: `<filename>-runner`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const runnerLockFileOf = (filename: string): string => `${filename}-runner`
+
+/**
+ * Holds the runner lock of an embedded database file for as long as the scope lives: an exclusive
+ * SQLite lock on `<filename>-runner`, which the operating system releases when the process dies
+ * (kill -9 included), so a restarted process takes it at once. A second live runner on the same
+ * file fails here: every embedded runner has the same runner address, so two of them would both
+ * hold every shard and run the same runs.
+ */
+const runnerLock = (filename: string) =>
+  Layer.effectDiscard(Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        const lock = new DatabaseSync(runnerLockFileOf(filename), { timeout: 0 })
+        try {
+          lock.exec("PRAGMA locking_mode = EXCLUSIVE")
+          lock.exec("BEGIN EXCLUSIVE")
+          return lock
+        } catch (error) {
+          lock.close()
+          throw error
+        }
+      },
+      catch: (cause) =>
+        new EmbeddedEngineError({
+          message: String((cause as Error)?.message ?? cause).includes("locked") ?
+            `another process is the runner of ${filename}: one runner per file (use embeddedClientLayer ` +
+              "to start runs, approve, abort or list runs from another process)" :
+            `cannot open the runner lock ${runnerLockFileOf(filename)}: ${String((cause as Error)?.message ?? cause)}`
+      })
+    }),
+    (lock) => Effect.sync(() => lock.isOpen && lock.close())
+  ))
+
+const openSql = (filename: string, mustExist: boolean) =>
+  Layer.unwrap(Effect.gen(function*() {
+    if (mustExist && filename !== ":memory:" && !existsSync(filename)) {
+      return yield* new EmbeddedEngineError({ message: `no durable runs database at ${filename}` })
+    }
+    return Layer.effect(SqlClient.SqlClient)(
+      Effect.mapError(
+        SqliteClient.make({ filename }),
+        (error) => new EmbeddedEngineError({ message: `cannot open ${filename}: ${error.message}` })
+      )
+    ).pipe(Layer.provide(Reactivity.layer))
+  }))
+
+const embeddedDefaults: ClusterTimings = {
+  // how soon the runner sees a message written by another process (an approval, an abort, a run
+  // started by a client): the runner reads its mailbox in the database this often
+  entityMessagePollInterval: Duration.millis(500),
+  entityReplyPollInterval: Duration.millis(10)
+}
+
+/**
  * The embedded engine: one process, one SQLite database file, nothing to install. A run that was
  * going when the process died resumes when a process starts on the same file again.
+ *
+ * One runner per file: the layer takes the file's runner lock (`<filename>-runner`, released by
+ * the operating system when the process ends, however it ends) and fails with
+ * `EmbeddedEngineError` while another live process holds it. Other processes use
+ * `embeddedClientLayer` on the same file.
  *
  * @since 0.1.0
  * @category layers
@@ -88,22 +168,41 @@ export const memoryEngineLayer: Layer.Layer<WorkflowEngine.WorkflowEngine | Dura
 export const embeddedEngineLayer = (options: {
   readonly filename: string
   readonly timings?: ClusterTimings | undefined
-}) => {
-  const sql = SqliteClient.layer({ filename: options.filename })
-  return ClusterWorkflowEngine.layer.pipe(
+}) =>
+  ClusterWorkflowEngine.layer.pipe(
     Layer.provideMerge(SingleRunner.layer({
       runnerStorage: "sql",
-      shardingConfig: {
-        entityMessagePollInterval: Duration.millis(500),
-        entityReplyPollInterval: Duration.millis(10),
-        ...options.timings
-      }
+      shardingConfig: { ...embeddedDefaults, ...options.timings }
     })),
     Layer.provideMerge(sqlStoreLayer),
     Layer.provide(NodeCrypto.layerDigest),
-    Layer.provideMerge(sql)
+    Layer.provideMerge(openSql(options.filename, false)),
+    Layer.provide(options.filename === ":memory:" ? Layer.empty : runnerLock(options.filename))
   )
-}
+
+/**
+ * A client-only process on an embedded database file, beside the process that runs the runs (or
+ * while none does): starts runs, lists them, reads results, approves, aborts, steers. It runs
+ * nothing and takes no lock; what it writes is picked up by the runner within its
+ * `entityMessagePollInterval` (half a second by default). Fails with `EmbeddedEngineError` when
+ * the file does not exist.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const embeddedClientLayer = (options: {
+  readonly filename: string
+  readonly timings?: ClusterTimings | undefined
+}) =>
+  ClusterWorkflowEngine.layer.pipe(
+    Layer.provideMerge(SingleRunner.layer({
+      runnerStorage: "sql",
+      shardingConfig: { ...embeddedDefaults, ...options.timings, runnerAddress: Option.none() }
+    })),
+    Layer.provideMerge(sqlStoreLayer),
+    Layer.provide(NodeCrypto.layerDigest),
+    Layer.provideMerge(openSql(options.filename, true))
+  )
 
 /**
  * Where PostgreSQL is.

@@ -8,6 +8,7 @@ import {
   abortRun,
   approvalIdOf,
   approve,
+  pendingApprovals,
   DurableStore,
   followUp,
   idempotencyKeyOf,
@@ -173,10 +174,14 @@ describe("approvals", () => {
       yield* settle
       const waiting = yield* listRuns().pipe(h.provide)
       assert.deepStrictEqual(waiting.map((r) => [r.runId, r.state]), [["ls", "waiting"]])
+      assert.deepStrictEqual(waiting[0]!.approvals.map((a) => [a.runId, a.call.id, a.call.name]), [["ls", "w1", "write"]])
+      assert.deepStrictEqual((yield* pendingApprovals("ls").pipe(h.provide)).map((a) => a.call.id), ["w1"])
+      assert.deepStrictEqual(yield* pendingApprovals("other").pipe(h.provide), [])
       yield* approve("ls", "w1", { approved: true }).pipe(h.provide)
       yield* Fiber.join(fiber)
       const ended = yield* listRuns().pipe(h.provide)
       assert.deepStrictEqual(ended.map((r) => [r.runId, r.state, r.reason, r.steps]), [["ls", "ended", "stop", 2]])
+      assert.deepStrictEqual(yield* pendingApprovals().pipe(h.provide), [])
     }))
 
   it.effect("a denial and a deny policy answer the call denied; the tool never runs", () =>
@@ -233,9 +238,11 @@ describe("abort, steering and follow-ups from outside", () => {
       const fiber = yield* runDurable({ runId: "ab", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* h.awaitEvent((e) => e.event.type === "approval_request")
       yield* h.awaitEvent((e) => e.event.type === "tool_end" && e.event.result.toolCallId === "r1")
+      assert.strictEqual((yield* pendingApprovals().pipe(h.provide)).length, 1)
       yield* abortRun("ab").pipe(h.provide)
       const result = yield* Fiber.join(fiber)
       assert.strictEqual(result.reason, "aborted")
+      assert.deepStrictEqual(yield* pendingApprovals().pipe(h.provide), []) // settled by the abort
       assert.strictEqual(shape(result), "U A R(w1) R(r1)")
       assert.deepStrictEqual(results(result)[0]!.details, { skipped: true, reason: "aborted" })
       assert.strictEqual(yield* write.executions, 0)
