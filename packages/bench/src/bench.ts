@@ -1,74 +1,116 @@
 /**
- * `npm run bench`: the four workloads against the four contenders, side by side in this process.
- * Prints a table (markdown) and writes `results/results.json` and `results/chart.svg`.
+ * `npm run bench`: every workload against every contender, each cell in fresh node processes
+ * (`cell.ts`), **cold** (one small warm-up run, then the first full run) and **warm** (the full
+ * workload run several times first). Prints the tables (markdown) and writes
+ * `results/results.json` and `results/chart.svg`.
  *
- * Environment: `BENCH_RUNS` (measured runs per cell, default 7; three times as many for cells
- * whose slowest contender takes under 100 ms), `BENCH_WARMUP` (warm-up runs per cell, default 2),
- * `BENCH_WARMUP_ROUNDS` (JIT warm-up rounds at small sizes, default 150),
- * `BENCH_QUICK=1` (small sizes, for a smoke run; results are then written to `results/quick/`).
+ * Environment: `BENCH_QUICK=1` (small sizes, fewer processes, no AI SDK: about a minute; results
+ * in `results/quick/`), `BENCH_COLD_RUNS` (cold processes per cell, default 5; 3 quick),
+ * `BENCH_WARM_RUNS` (full runs before a warm cell measures, default 5), `BENCH_RUNS` (measured runs
+ * of a warm cell, default 7, tripled under 100 ms), `BENCH_AISDK=0|1` (include the AI SDK; default 1,
+ * 0 quick), `BENCH_ONLY` (comma-separated cell ids, e.g. `b100,g`), `BENCH_MAX_OTHERS` (cores other
+ * processes may use during a sample before it is repeated once, default 0.8; quick: never repeated), `BENCH_DIST=1` (run
+ * `@agentloop/core` from its built `dist/` instead of its sources).
  *
  * @since 0.1.0
  */
+import { spawnSync } from "node:child_process"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { runBreakdown } from "./breakdown.ts"
-import type { BreakdownLine } from "./breakdown.ts"
+import type { CellReport, CellSpec, WorkloadKind } from "./cell.ts"
 import { renderChart } from "./chart.ts"
-import type { Series } from "./chart.ts"
-import { agentloop, streamDeltasAsyncSource } from "./contenders/agentloop.ts"
-import { aisdk } from "./contenders/aisdk.ts"
-import { floor } from "./contenders/floor.ts"
-import { pi } from "./contenders/pi.ts"
-import { canCollect, median, memoryOnce, timeOnce } from "./measure.ts"
+import { median } from "./measure.ts"
 import { sizes } from "./workloads.ts"
-import type { Contender, ContenderKey, Prepared, Probe, WorkCount } from "./workloads.ts"
+import type { ContenderKey } from "./workloads.ts"
 
-const contenders: ReadonlyArray<Contender> = [floor, agentloop, pi, aisdk]
-const peers: ReadonlyArray<ContenderKey> = ["pi", "aisdk"]
-const colors: Record<ContenderKey, string> = {
-  floor: "#9e9e9e",
-  agentloop: "#1f77b4",
-  pi: "#ff7f0e",
-  aisdk: "#2ca02c"
-}
-const runs = Number(process.env["BENCH_RUNS"] ?? 7)
-const warmup = Number(process.env["BENCH_WARMUP"] ?? 2)
-const memoryRuns = 3
-const warmupRounds = Number(process.env["BENCH_WARMUP_ROUNDS"] ?? 150)
-const aisdkWarmupRounds = 10
 const quick = process.env["BENCH_QUICK"] === "1"
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback)
+const coldProcesses = env("BENCH_COLD_RUNS", quick ? 1 : 5)
+/** Cold memory samples vary little between processes (the heap after a full collection). */
+const coldMemoryProcesses = Math.min(coldProcesses, 3)
+const warmRuns = env("BENCH_WARM_RUNS", quick ? 3 : 5)
+const runs = env("BENCH_RUNS", quick ? 5 : 7)
+const memoryRuns = 3
+const withAisdk = (process.env["BENCH_AISDK"] ?? (quick ? "0" : "1")) === "1"
+const only = process.env["BENCH_ONLY"]?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
+const maxOthers = env("BENCH_MAX_OTHERS", quick ? Number.POSITIVE_INFINITY : 0.8)
+/** A busy sample is taken again once; at most a quarter of the samples are (a machine busy throughout gains nothing). */
+const retries = 1
+let retryBudget = 0
+const fromDist = process.env["BENCH_DIST"] === "1"
 
-interface TimedWorkload {
+interface ContenderInfo {
+  readonly key: ContenderKey
+  readonly label: string
+}
+
+const allContenders: ReadonlyArray<ContenderInfo> = [
+  { key: "floor", label: "floor (minimal loop)" },
+  { key: "agentloop", label: "agentloop" },
+  { key: "pi", label: "pi-agent-core (cheapest)" },
+  { key: "piFilter", label: "pi-agent-core (default filter)" },
+  { key: "aisdk", label: "AI SDK (streamText)" }
+]
+const contenders = allContenders.filter((c) => c.key !== "aisdk" || withAisdk)
+
+interface Cell {
   readonly id: string
   readonly label: string
-  readonly prepare: (c: Contender) => (probe: Probe) => Prepared
+  readonly workload: WorkloadKind
+  readonly size: number
+  readonly calls: number
+  /** Also measure the live heap. */
+  readonly memory: boolean
 }
 
-const timed: ReadonlyArray<TimedWorkload> = [
-  {
-    id: "a",
-    label: `(a) 1 turn, ${sizes.deltas.toLocaleString("en")} text deltas`,
-    prepare: (c) => (probe) => c.streamDeltas(sizes.deltas, probe)
-  },
-  ...sizes.stepCounts.map((steps): TimedWorkload => ({
+const n = (x: number) => x.toLocaleString("en")
+const growingMessages = 2 + sizes.growing.turns * (1 + sizes.growing.calls)
+const allCells: ReadonlyArray<Cell> = [
+  { id: "a", label: `(a) 1 turn, ${n(sizes.deltas)} text deltas`, workload: "a", size: sizes.deltas, calls: 0, memory: false },
+  ...sizes.stepCounts.map((steps): Cell => ({
     id: `b${steps}`,
-    label: `(b) ${steps.toLocaleString("en")} turns × 1 tool call`,
-    prepare: (c) => (probe) => c.toolSteps(steps, probe)
+    label: `(b) ${n(steps)} turns × 1 tool call`,
+    workload: "b",
+    size: steps,
+    calls: 1,
+    memory: false
   })),
+  { id: "c", label: `(c) 1 batch of ${n(sizes.batch)} tool calls`, workload: "c", size: sizes.batch, calls: 0, memory: true },
+  { id: "d", label: `(d) resume from ${n(sizes.history)} messages`, workload: "d", size: sizes.history, calls: 0, memory: true },
   {
-    id: "c",
-    label: `(c) 1 batch of ${sizes.batch.toLocaleString("en")} tool calls`,
-    prepare: (c) => (probe) => c.toolBatch(sizes.batch, probe)
-  },
-  {
-    id: "d",
-    label: `(d) resume from ${sizes.history.toLocaleString("en")} messages`,
-    prepare: (c) => (probe) => c.longTranscript(sizes.history, probe)
+    id: "g",
+    label: `(g) a run growing to ${n(growingMessages)} messages (${n(sizes.growing.turns)} turns × ${sizes.growing.calls} calls)`,
+    workload: "g",
+    size: sizes.growing.turns,
+    calls: sizes.growing.calls,
+    memory: true
   }
 ]
+const cells = allCells.filter((c) => only === undefined || only.includes(c.id))
+
+/** The AI SDK converts the whole prompt on every step: the growing run would take minutes. */
+const runsCell = (contender: ContenderKey, cell: Cell) => !(contender === "aisdk" && cell.workload === "g")
+
+type Mode = "cold" | "warm"
+type Kind = "time" | "memory"
+
+interface Task {
+  readonly cell: Cell
+  readonly contender: ContenderKey
+  readonly mode: Mode
+  readonly kind: Kind
+}
+
+/** One process's report, with how busy the machine was while it ran. */
+interface Sample {
+  readonly report: CellReport
+  /** Cores other processes kept busy, on average, while this one ran. */
+  readonly othersCores: number
+  readonly attempts: number
+}
 
 const log = (line: string) => process.stdout.write(`${line}\n`)
 
@@ -84,102 +126,153 @@ const shuffled = <A>(items: ReadonlyArray<A>): Array<A> => {
   return out
 }
 
+/** Busy CPU time of the whole machine so far, in ms (from /proc/stat; 0 where there is none). */
+const machineBusyMs = (): number => {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number)
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields
+    return (user + nice + system + irq + softirq + steal) * 10
+  } catch {
+    return 0
+  }
+}
+
+const here = dirname(fileURLToPath(import.meta.url))
+const cellScript = join(here, "cell.ts")
+
+const spawnCell = (task: Task): { report: CellReport; othersCores: number } => {
+  const spec: CellSpec = {
+    contender: task.contender,
+    workload: task.cell.workload,
+    size: task.cell.size,
+    calls: task.cell.calls,
+    mode: task.mode,
+    kind: task.kind,
+    warmRuns: task.contender === "aisdk" ? Math.min(2, warmRuns) : warmRuns,
+    runs: task.kind === "memory" ? memoryRuns : task.contender === "aisdk" ? Math.min(3, runs) : runs
+  }
+  const args = [
+    "--expose-gc",
+    ...(fromDist ? [] : ["--conditions=agentloop-source"]),
+    cellScript,
+    JSON.stringify(spec)
+  ]
+  const busyBefore = machineBusyMs()
+  const started = performance.now()
+  const child = spawnSync(process.execPath, args, { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 })
+  const wallMs = performance.now() - started
+  const busyMs = machineBusyMs() - busyBefore
+  const line = child.stdout?.split("\n").find((l) => l.startsWith("CELL "))
+  if (child.status !== 0 || line === undefined) {
+    throw new Error(
+      `cell ${task.cell.id} ${task.contender} ${task.mode} ${task.kind} failed (exit ${child.status}):\n${child.stderr}`
+    )
+  }
+  const report = JSON.parse(line.slice(5)) as CellReport
+  const othersCores = busyMs === 0 ? 0 : Math.max(0, busyMs - report.cpuMs) / wallMs
+  return { report, othersCores }
+}
+
+/** Runs a task's process; again (twice at most) when other processes kept a core busy meanwhile. */
+const runTask = (task: Task): Sample => {
+  let best: { report: CellReport; othersCores: number } | undefined
+  let attempts = 0
+  while (attempts <= retries) {
+    attempts++
+    const sample = spawnCell(task)
+    if (best === undefined || sample.othersCores < best.othersCores) best = sample
+    if (sample.othersCores <= maxOthers || retryBudget < 1) break
+    retryBudget--
+  }
+  return { ...best!, attempts }
+}
+
+/** What a mode found for one cell and contender. */
+interface Figures {
+  readonly ms: number
+  readonly peakBytes: number
+  readonly retainedBytes: number
+  readonly importMs: number
+  readonly samplesMs: ReadonlyArray<number>
+  readonly othersCores: ReadonlyArray<number>
+  readonly work: CellReport["work"]
+}
+
+type Results = Record<Mode, Record<string, Partial<Record<ContenderKey, Figures>>>>
+
+const runMode = (mode: Mode): { results: Results[Mode]; repeated: number; othersCores: Array<number> } => {
+  const started = performance.now()
+  const tasks: Array<Task> = []
+  for (const cell of cells) {
+    for (const c of contenders) {
+      if (!runsCell(c.key, cell)) continue
+      tasks.push({ cell, contender: c.key, mode, kind: "time" })
+      if (cell.memory) tasks.push({ cell, contender: c.key, mode, kind: "memory" })
+    }
+  }
+  const samples = new Map<Task, Array<Sample>>()
+  for (const task of tasks) samples.set(task, [])
+  // cold: a sample is one process, so every cell gets several, in rounds of a new order each time
+  // (no contender always runs right after another, and load from other work spreads evenly)
+  const rounds = mode === "cold" ? coldProcesses : 1
+  retryBudget = Math.floor((tasks.length * rounds) / 4)
+  for (let round = 0; round < rounds; round++) {
+    for (const task of shuffled(tasks)) {
+      if (task.kind === "memory" && round >= coldMemoryProcesses) continue
+      samples.get(task)!.push(runTask(task))
+    }
+    log(`  ${mode}: round ${round + 1}/${rounds} done (${((performance.now() - started) / 1000).toFixed(0)} s)`)
+  }
+  const results: Results[Mode] = {}
+  let repeated = 0
+  const othersAll: Array<number> = []
+  for (const cell of cells) {
+    const row: Partial<Record<ContenderKey, Figures>> = {}
+    for (const c of contenders) {
+      if (!runsCell(c.key, cell)) continue
+      const timeTask = tasks.find((t) => t.cell === cell && t.contender === c.key && t.kind === "time")!
+      const memoryTask = tasks.find((t) => t.cell === cell && t.contender === c.key && t.kind === "memory")
+      const time = samples.get(timeTask)!
+      const memory = memoryTask === undefined ? [] : samples.get(memoryTask)!
+      for (const s of [...time, ...memory]) {
+        repeated += s.attempts - 1
+        othersAll.push(s.othersCores)
+      }
+      const samplesMs = time.flatMap((s) => s.report.samplesMs)
+      // warm: the median of each process's runs, then of the processes (one by default)
+      const ms = median(time.map((s) => median(s.report.samplesMs)))
+      const peaks = memory.flatMap((s) => s.report.peakBytes)
+      const retained = memory.flatMap((s) => s.report.retainedBytes)
+      row[c.key] = {
+        ms,
+        peakBytes: peaks.length === 0 ? Number.NaN : median(peaks),
+        retainedBytes: retained.length === 0 ? Number.NaN : median(retained),
+        importMs: median(time.map((s) => s.report.importMs)),
+        samplesMs: samplesMs.map((x) => Number(x.toPrecision(4))),
+        othersCores: time.map((s) => Number(s.othersCores.toFixed(2))),
+        work: time[time.length - 1]!.report.work
+      }
+    }
+    checkWork(cell, row)
+    results[cell.id] = row
+  }
+  return { results, repeated, othersCores: othersAll }
+}
+
 /** Every contender must have done the same work: same tool executions, same model requests. */
-const checkWork = (workload: string, works: ReadonlyMap<ContenderKey, WorkCount>) => {
-  const reference = works.get("floor")!
-  for (const [key, work] of works) {
+const checkWork = (cell: Cell, row: Partial<Record<ContenderKey, Figures>>) => {
+  const reference = row.floor?.work
+  if (reference === undefined) return
+  for (const [key, figures] of Object.entries(row)) {
+    const work = figures.work
     if (work.toolRuns !== reference.toolRuns || work.requests !== reference.requests) {
       throw new Error(
-        `${workload}: ${key} ran ${work.toolRuns} tools over ${work.requests} requests, ` +
+        `${cell.label}: ${key} ran ${work.toolRuns} tools over ${work.requests} requests, ` +
           `the floor ${reference.toolRuns} over ${reference.requests}: not the same work`
       )
     }
   }
 }
-
-interface TimedResult {
-  readonly samplesMs: Record<ContenderKey, Array<number>>
-  readonly medianMs: Record<ContenderKey, number>
-  readonly work: Record<ContenderKey, { events: number; toolRuns: number; requests: number; messages: number }>
-}
-
-const emptyRecord = <A>(f: () => A): Record<ContenderKey, A> => ({
-  floor: f(),
-  agentloop: f(),
-  pi: f(),
-  aisdk: f()
-})
-
-const runTimed = async (workload: TimedWorkload): Promise<TimedResult> => {
-  const started = performance.now()
-  const samplesMs = emptyRecord((): Array<number> => [])
-  const works = new Map<ContenderKey, WorkCount>()
-  const warmMs: Array<number> = [0]
-  for (let w = 0; w < warmup; w++) {
-    for (const c of contenders) {
-      const { ms, work } = await timeOnce(workload.prepare(c))
-      works.set(c.key, work)
-      warmMs.push(ms)
-    }
-  }
-  checkWork(workload.label, works)
-  // short cells get more runs (their medians are noisier)
-  const n = Math.max(...warmMs) < 100 ? runs * 3 : runs
-  for (let r = 0; r < n; r++) {
-    // a new order each round, so no contender always runs right after another (whose garbage and
-    // cache footprint it would inherit)
-    for (const c of shuffled(contenders)) {
-      const { ms, work } = await timeOnce(workload.prepare(c))
-      samplesMs[c.key].push(ms)
-      works.set(c.key, work)
-    }
-  }
-  checkWork(workload.label, works)
-  const medianMs = emptyRecord(() => 0)
-  const work = emptyRecord(() => ({ events: 0, toolRuns: 0, requests: 0, messages: 0 }))
-  for (const c of contenders) {
-    medianMs[c.key] = median(samplesMs[c.key])
-    const { events, toolRuns, requests, messages } = works.get(c.key)!
-    work[c.key] = { events, toolRuns, requests, messages }
-  }
-  log(
-    `  ${workload.label}: ` +
-      contenders.map((c) => `${c.label} ${medianMs[c.key].toFixed(2)} ms`).join(", ") +
-      ` (${((performance.now() - started) / 1000).toFixed(1)} s)`
-  )
-  return { samplesMs, medianMs, work }
-}
-
-interface MemoryResult {
-  readonly peakBytes: Record<ContenderKey, number>
-  readonly retainedBytes: Record<ContenderKey, number>
-}
-
-const runMemory = async (
-  label: string,
-  prepare: (c: Contender) => (probe: Probe) => Prepared,
-  points: { readonly tool: (i: number) => boolean; readonly request: (i: number) => boolean }
-): Promise<MemoryResult> => {
-  const peak = emptyRecord((): Array<number> => [])
-  const retained = emptyRecord((): Array<number> => [])
-  for (let r = 0; r < memoryRuns; r++) {
-    for (const c of contenders) {
-      const sample = await memoryOnce(prepare(c), points)
-      peak[c.key].push(sample.peak)
-      retained[c.key].push(sample.retained)
-    }
-  }
-  const peakBytes = emptyRecord(() => 0)
-  const retainedBytes = emptyRecord(() => 0)
-  for (const c of contenders) {
-    peakBytes[c.key] = median(peak[c.key])
-    retainedBytes[c.key] = median(retained[c.key])
-  }
-  log(`  ${label} memory: ` + contenders.map((c) => `${c.label} peak ${mb(peakBytes[c.key])}`).join(", "))
-  return { peakBytes, retainedBytes }
-}
-
-const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MB`
 
 const packageVersion = (name: string): string => {
   try {
@@ -217,18 +310,83 @@ const machine = () => ({
 
 // ---------------------------------------------------------------------------------------------
 
-const fmtNum = (n: number, digits = 2) =>
-  n >= 1000 ? Math.round(n).toLocaleString("en") : n >= 100 ? n.toFixed(0) : n.toFixed(digits)
-const fmtRatio = (n: number) =>
-  !Number.isFinite(n) ? "n/a" : n >= 100 ? `${n.toFixed(0)}×` : n >= 10 ? `${n.toFixed(1)}×` : `${n.toFixed(2)}×`
+const fmtNum = (x: number, digits = 2) =>
+  !Number.isFinite(x) ?
+    "–" :
+    x >= 1000 ?
+    Math.round(x).toLocaleString("en") :
+    x >= 100 ?
+    x.toFixed(0) :
+    x.toFixed(digits)
+const fmtRatio = (x: number) =>
+  !Number.isFinite(x) ? "n/a" : x >= 100 ? `${x.toFixed(0)}×` : x >= 10 ? `${x.toFixed(1)}×` : `${x.toFixed(2)}×`
 
+/** One metric of one cell: a value per contender (NaN where it does not apply). Lower is better. */
 interface Row {
-  readonly workload: string
+  readonly cell: string
+  readonly label: string
   readonly metric: string
-  readonly values: Record<ContenderKey, number>
-  /** `lower` when a smaller figure is better (times, bytes). */
-  readonly better: "lower" | "higher"
+  readonly values: Partial<Record<ContenderKey, number>>
   readonly digits?: number
+}
+
+/** agentloop's cost ÷ the other's (below 1: agentloop is cheaper; n/a when the other's is 0). */
+const ratio = (row: Row, other: ContenderKey): number => {
+  const a = row.values.agentloop
+  const b = row.values[other]
+  return a === undefined || b === undefined || !(b > 0) ? Number.NaN : a / b
+}
+
+const rowsOf = (mode: Mode, results: Results[Mode]): Array<Row> => {
+  const rows: Array<Row> = []
+  const values = (cell: string, f: (x: Figures) => number) => {
+    const out: Partial<Record<ContenderKey, number>> = {}
+    for (const c of contenders) {
+      const figures = results[cell]?.[c.key]
+      if (figures !== undefined) out[c.key] = f(figures)
+    }
+    return out
+  }
+  const mb = (bytes: number) => bytes / 1024 / 1024
+  for (const cell of cells) {
+    if (results[cell.id] === undefined) continue
+    const first = (metric: string) => ({ cell: cell.id, label: cell.label, metric })
+    if (cell.workload === "b") {
+      rows.push({ ...first(`µs per step, N = ${n(cell.size)}`), values: values(cell.id, (x) => (x.ms * 1000) / cell.size), digits: 1 })
+      continue
+    }
+    rows.push({ ...first("time (ms)"), values: values(cell.id, (x) => x.ms) })
+    if (cell.workload === "c") {
+      rows.push({ ...first("peak live heap (MB)"), values: values(cell.id, (x) => mb(x.peakBytes)) })
+    } else if (cell.workload === "d") {
+      rows.push({
+        ...first("peak live heap per message (bytes)"),
+        values: values(cell.id, (x) => x.peakBytes / cell.size),
+        digits: 1
+      })
+      rows.push({
+        ...first("retained per message (bytes)"),
+        values: values(cell.id, (x) => x.retainedBytes / cell.size),
+        digits: 1
+      })
+    } else if (cell.workload === "g") {
+      rows.push({ ...first("peak live heap (MB)"), values: values(cell.id, (x) => mb(x.peakBytes)) })
+      rows.push({ ...first("retained (MB)"), values: values(cell.id, (x) => mb(x.retainedBytes)) })
+    }
+  }
+  if (mode === "cold") {
+    const importMs: Partial<Record<ContenderKey, Array<number>>> = {}
+    for (const cell of cells) {
+      for (const c of contenders) {
+        const figures = results[cell.id]?.[c.key]
+        if (figures !== undefined) (importMs[c.key] ??= []).push(figures.importMs)
+      }
+    }
+    const out: Partial<Record<ContenderKey, number>> = {}
+    for (const c of contenders) if (importMs[c.key] !== undefined) out[c.key] = median(importMs[c.key]!)
+    rows.push({ cell: "import", label: "import (a fresh process)", metric: "ms, not in any cell's time", values: out })
+  }
+  return rows
 }
 
 const table = (rows: ReadonlyArray<Row>): string => {
@@ -236,27 +394,63 @@ const table = (rows: ReadonlyArray<Row>): string => {
     "workload",
     "metric",
     ...contenders.map((c) => c.label),
-    "agentloop ÷ floor",
-    ...peers.map((p) => `agentloop ÷ ${contenders.find((c) => c.key === p)!.label}`)
+    "agentloop ÷ pi-agent-core (cheapest)",
+    "agentloop ÷ floor"
   ]
   const lines = [`| ${head.join(" | ")} |`, `|${head.map((_, i) => (i < 2 ? " --- " : " ---: ")).join("|")}|`]
+  let previous = ""
   for (const row of rows) {
-    // ratios are "agentloop's cost ÷ the other's cost": below 1 means agentloop is cheaper
-    // (a cost of zero, such as nothing retained, has no meaningful ratio: n/a)
-    const ratio = (other: ContenderKey) =>
-      row.values[other] <= 0 ?
-        Number.NaN :
-        row.better === "lower" ?
-        row.values.agentloop / row.values[other] :
-        row.values[other] / row.values.agentloop
     lines.push(
       `| ${
         [
-          row.workload,
+          row.label === previous ? "" : row.label,
           row.metric,
-          ...contenders.map((c) => fmtNum(row.values[c.key], row.digits)),
-          fmtRatio(ratio("floor")),
-          ...peers.map((p) => fmtRatio(ratio(p)))
+          ...contenders.map((c) => fmtNum(row.values[c.key] ?? Number.NaN, row.digits)),
+          fmtRatio(ratio(row, "pi")),
+          fmtRatio(ratio(row, "floor"))
+        ].join(" | ")
+      } |`
+    )
+    previous = row.label
+  }
+  return lines.join("\n")
+}
+
+/** The goals of issue 15, cell by cell: both ratios, cold and warm, and (b)'s µs above the floor. */
+const summary = (cold: ReadonlyArray<Row>, warm: ReadonlyArray<Row>): string => {
+  const head = [
+    "cell",
+    "metric",
+    "cold ÷ pi (cheapest)",
+    "warm ÷ pi (cheapest)",
+    "cold ÷ floor",
+    "warm ÷ floor",
+    "µs per step above the floor (cold / warm)"
+  ]
+  const lines = [`| ${head.join(" | ")} |`, `|${head.map((_, i) => (i < 2 ? " --- " : " ---: ")).join("|")}|`]
+  const key = (r: Row) => `${r.cell}/${r.metric}`
+  const warmByKey = new Map(warm.map((r) => [key(r), r]))
+  const coldByKey = new Map(cold.map((r) => [key(r), r]))
+  const keys = [...new Set([...cold.map(key), ...warm.map(key)])]
+  for (const k of keys) {
+    const c = coldByKey.get(k)
+    const w = warmByKey.get(k)
+    const any = (c ?? w)!
+    if (any.cell === "import") continue
+    const above = (r: Row | undefined) =>
+      r === undefined || !any.metric.startsWith("µs per step") ?
+        "" :
+        ((r.values.agentloop ?? Number.NaN) - (r.values.floor ?? Number.NaN)).toFixed(1)
+    lines.push(
+      `| ${
+        [
+          any.cell,
+          any.metric,
+          fmtRatio(c === undefined ? Number.NaN : ratio(c, "pi")),
+          fmtRatio(w === undefined ? Number.NaN : ratio(w, "pi")),
+          fmtRatio(c === undefined ? Number.NaN : ratio(c, "floor")),
+          fmtRatio(w === undefined ? Number.NaN : ratio(w, "floor")),
+          any.metric.startsWith("µs per step") ? `${above(c)} / ${above(w)}` : ""
         ].join(" | ")
       } |`
     )
@@ -264,216 +458,86 @@ const table = (rows: ReadonlyArray<Row>): string => {
   return lines.join("\n")
 }
 
-const main = async () => {
+const loadText = (load: ReadonlyArray<number>) => load.map((x) => x.toFixed(2)).join(", ")
+
+const main = () => {
   const started = performance.now()
   const facts = machine()
   log(`agentloop benchmark: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, node ${facts.node}`)
   log(
-    `median of ${runs} runs (${runs * 3} for cells under 100 ms) after ${warmup} warm-up runs, contenders in a ` +
-      `shuffled order each round; memory: median of ${memoryRuns}${quick ? "; QUICK sizes" : ""}`
+    `every cell in fresh processes; cold: ${coldProcesses} processes per cell (${coldMemoryProcesses} for memory) (one small warm-up run, then the ` +
+      `first full run); warm: ${warmRuns} full runs, then the median of ${runs} (${runs * 3} under 100 ms); ` +
+      `memory: median of ${memoryRuns}${quick ? "; QUICK sizes" : ""}; core from ${fromDist ? "dist" : "source"}`
   )
-  if (!canCollect()) log("warning: node runs without --expose-gc: no collection between runs and no memory figures")
-
-  // JIT warm-up: every contender runs every workload at a small size until its code paths are
-  // compiled. agentloop's per-run code (Effect's fibers, layers, streams) reaches its steady speed
-  // only after a hundred runs or more; the AI SDK does far more work per run (thousands of
-  // invocations of its per-part code in one round), so a few rounds warm it as much.
-  const warmStart = performance.now()
-  const small = quick ?
-    { deltas: 500, steps: 20, batch: 50, history: 100 } :
-    { deltas: 5_000, steps: 200, batch: 500, history: 1_000 }
-  const roundsOf = (c: Contender) => (c.key === "aisdk" ? Math.min(aisdkWarmupRounds, warmupRounds) : warmupRounds)
-  for (let round = 0; round < warmupRounds; round++) {
-    for (const c of contenders) {
-      if (round >= roundsOf(c)) continue
-      await c.streamDeltas(small.deltas, {})()
-      await c.toolSteps(small.steps, {})()
-      await c.toolBatch(small.batch, {})()
-      await c.longTranscript(small.history, {})()
-    }
-  }
-  const warmSeconds = ((performance.now() - warmStart) / 1000).toFixed(1)
-  log(
-    `  JIT warm-up: ${warmupRounds} rounds (AI SDK ${Math.min(aisdkWarmupRounds, warmupRounds)}) ` +
-      `of every workload at small sizes (${warmSeconds} s)`
-  )
-
-  const results = new Map<string, TimedResult>()
-  for (const workload of timed) results.set(workload.id, await runTimed(workload))
-
-  // (a) again with agentloop's model reading an async generator (one promise per event, as the
-  // floor's model does), against the floor: the loop's cost when the source costs the same
-  const asyncSamples: Array<number> = []
-  const floorSamples: Array<number> = []
-  for (let r = 0; r < warmup + runs; r++) {
-    const pair: Array<[Array<number>, (probe: Probe) => Prepared]> = [
-      [asyncSamples, (probe) => streamDeltasAsyncSource(sizes.deltas, probe)],
-      [floorSamples, (probe) => floor.streamDeltas(sizes.deltas, probe)]
-    ]
-    for (const [samples, prepare] of r % 2 === 0 ? pair : pair.slice().reverse()) {
-      const { ms } = await timeOnce(prepare)
-      if (r >= warmup) samples.push(ms)
-    }
-  }
-  const asyncSource = { agentloopMs: median(asyncSamples), floorMs: median(floorSamples) }
-  log(
-    `  (a) with an async model source: agentloop ${asyncSource.agentloopMs.toFixed(2)} ms, floor ${
-      asyncSource.floorMs.toFixed(2)
-    } ms (${(asyncSource.agentloopMs / asyncSource.floorMs).toFixed(2)}× the floor)`
-  )
-
-  let memC: MemoryResult | undefined
-  let memD: MemoryResult | undefined
-  if (canCollect()) {
-    const n = sizes.batch
-    const quarter = new Set([Math.floor(n / 4), Math.floor(n / 2), Math.floor((3 * n) / 4), n - 1])
-    memC = await runMemory("(c)", (c) => (probe) => c.toolBatch(n, probe), {
-      tool: (i) => quarter.has(i),
-      request: (i) => i === 1
-    })
-    memD = await runMemory("(d)", (c) => (probe) => c.longTranscript(sizes.history, probe), {
-      tool: (i) => i === 0,
-      request: () => true
-    })
-  }
-
-  log("  cost breakdown (tight loops, steady state)...")
-  const breakdown: Array<BreakdownLine> = await runBreakdown()
-
-  const get = (id: string) => results.get(id)!
-  const mapValues = (f: (key: ContenderKey) => number): Record<ContenderKey, number> => ({
-    floor: f("floor"),
-    agentloop: f("agentloop"),
-    pi: f("pi"),
-    aisdk: f("aisdk")
-  })
-  const rows: Array<Row> = []
-  const a = get("a")
-  rows.push({ workload: timed[0]!.label, metric: "time (ms)", values: a.medianMs, better: "lower" })
-  rows.push({
-    workload: "",
-    metric: "deltas per second",
-    values: mapValues((k) => sizes.deltas / (a.medianMs[k] / 1000)),
-    better: "higher"
-  })
-  const perStep: Record<string, Array<number>> = {}
-  for (const c of contenders) perStep[c.key] = []
-  for (const steps of sizes.stepCounts) {
-    const b = get(`b${steps}`)
-    const values = mapValues((k) => (b.medianMs[k] * 1000) / steps)
-    for (const c of contenders) perStep[c.key]!.push(values[c.key])
-    rows.push({
-      workload: steps === sizes.stepCounts[0] ? "(b) N turns × 1 tool call" : "",
-      metric: `µs per step, N = ${steps.toLocaleString("en")}`,
-      values,
-      better: "lower",
-      digits: 1
-    })
-  }
-  const growth = mapValues((k) => perStep[k]![perStep[k]!.length - 1]! / perStep[k]![0]!)
-  rows.push({
-    workload: "",
-    metric: `per-step growth ${sizes.stepCounts[0]} → ${sizes.stepCounts[sizes.stepCounts.length - 1]} (1.00 = flat)`,
-    values: growth,
-    better: "lower"
-  })
-  const c = get("c")
-  rows.push({ workload: timed[timed.length - 2]!.label, metric: "time (ms)", values: c.medianMs, better: "lower" })
-  if (memC !== undefined) {
-    rows.push({
-      workload: "",
-      metric: "peak live heap (MB)",
-      values: mapValues((k) => memC.peakBytes[k] / 1024 / 1024),
-      better: "lower"
-    })
-  }
-  const d = get("d")
-  rows.push({ workload: timed[timed.length - 1]!.label, metric: "time (ms)", values: d.medianMs, better: "lower" })
-  if (memD !== undefined) {
-    rows.push({
-      workload: "",
-      metric: "peak live heap per message (bytes)",
-      values: mapValues((k) => memD.peakBytes[k] / sizes.history),
-      better: "lower",
-      digits: 1
-    })
-    rows.push({
-      workload: "",
-      metric: "retained per message (bytes)",
-      values: mapValues((k) => memD.retainedBytes[k] / sizes.history),
-      better: "lower",
-      digits: 1
-    })
-  }
-
-  const markdown = table(rows)
+  const loads: Record<string, Array<number>> = { start: os.loadavg() }
+  log(`load average (1, 5, 15 min) at start: ${loadText(loads["start"]!)}`)
+  const cold = runMode("cold")
+  loads["afterCold"] = os.loadavg()
+  const warm = runMode("warm")
+  loads["end"] = os.loadavg()
+  const results: Results = { cold: cold.results, warm: warm.results }
+  const coldRows = rowsOf("cold", results.cold)
+  const warmRows = rowsOf("warm", results.warm)
+  const loadNote = (m: { repeated: number; othersCores: Array<number> }) =>
+    `other processes kept ${median(m.othersCores).toFixed(2)} cores busy (median over samples; ` +
+    `max ${Math.max(...m.othersCores).toFixed(2)}); ${m.repeated} samples repeated for load above ${maxOthers}`
+  const markdown = [
+    `**Cold** (a fresh process per sample: import, one small warm-up run, then the first full run; median of ${coldProcesses} processes). ` +
+    `Load: ${loadNote(cold)}.`,
+    "",
+    table(coldRows),
+    "",
+    `**Warm** (a fresh process per cell: ${warmRuns} full runs, then the median of ${runs} runs, ${runs * 3} under 100 ms). ` +
+    `Load: ${loadNote(warm)}.`,
+    "",
+    table(warmRows),
+    "",
+    "**Goals** (issue 15: ≤ 1.00× pi-agent-core at its cheapest everywhere; ≤ 3× the floor on (a) and (c); " +
+    "on (b) at most 5 µs per step above the floor):",
+    "",
+    summary(coldRows, warmRows),
+    "",
+    `Load average (1, 5, 15 min): start ${loadText(loads["start"]!)}; after cold ${loadText(loads["afterCold"]!)}; ` +
+    `end ${loadText(loads["end"]!)}.`
+  ].join("\n")
   log("")
   log(markdown)
-  log("")
-  log("Work done per run (events are in each loop's own vocabulary; tool runs and requests must match):")
-  for (const w of timed) {
-    const r = get(w.id)
-    log(
-      `  ${w.label}: ` +
-        contenders.map((c) =>
-          `${c.label} ${r.work[c.key].events} events/${r.work[c.key].toolRuns} tools/${r.work[c.key].requests} requests`
-        ).join("; ")
-    )
-  }
 
-  log("")
-  log("Where agentloop's cost goes (tight loops, steady state; `src/breakdown.ts`):")
-  log("")
-  log("| measurement | µs | per |")
-  log("| --- | ---: | --- |")
-  for (const line of breakdown) {
-    log(`| ${line.what} | ${line.micros.toFixed(2)} | ${line.unit.replace("µs per ", "")} |`)
-  }
-
-  const here = dirname(fileURLToPath(import.meta.url))
   const outDir = join(here, "..", "results", ...(quick ? ["quick"] : []))
   mkdirSync(outDir, { recursive: true })
   const json = {
     generated: new Date().toISOString(),
-    command: "npm run bench",
+    command: `${quick ? "BENCH_QUICK=1 " : ""}npm run bench`,
     machine: facts,
-    settings: { runs, warmup, memoryRuns, sizes, exposeGc: canCollect() },
-    contenders: contenders.map((c) => ({ key: c.key, label: c.label })),
-    timed: Object.fromEntries(
-      timed.map((w) => {
-        const r = get(w.id)
-        return [w.id, { label: w.label, medianMs: round(r.medianMs), samplesMs: roundAll(r.samplesMs), work: r.work }]
-      })
-    ),
-    breakdown: breakdown.map((line) => ({ ...line, micros: Number(line.micros.toPrecision(4)) })),
-    asyncSource: { ...round(asyncSource), samplesAgentloopMs: asyncSamples, samplesFloorMs: floorSamples },
-    memory: {
-      c: memC === undefined ? null : { peakBytes: memC.peakBytes, retainedBytes: memC.retainedBytes },
-      d: memD === undefined ?
-        null :
-        { peakBytes: memD.peakBytes, retainedBytes: memD.retainedBytes, messages: sizes.history }
+    settings: { coldProcesses, warmRuns, runs, memoryRuns, sizes, aisdk: withAisdk, core: fromDist ? "dist" : "source" },
+    load: { average: loads, cold: loadNote(cold), warm: loadNote(warm) },
+    contenders,
+    cells: cells.map(({ id, label, workload, size, calls }) => ({ id, label, workload, size, calls })),
+    results,
+    tables: {
+      cold: coldRows.map((r) => ({ ...r, values: round(r.values) })),
+      warm: warmRows.map((r) => ({ ...r, values: round(r.values) }))
     },
-    table: rows.map((r) => ({ workload: r.workload, metric: r.metric, values: round(r.values) })),
     markdown
   }
   writeFileSync(join(outDir, "results.json"), `${JSON.stringify(json, null, 1)}\n`)
 
-  const series: Array<Series> = contenders.map((c) => ({ key: c.key, label: c.label, color: colors[c.key] }))
-  const ratioToFloor = (id: string) => mapValues((k) => get(id).medianMs[k] / get(id).medianMs.floor)
-  const lastSteps = sizes.stepCounts[sizes.stepCounts.length - 1]!
+  const panel = (label: string, rows: ReadonlyArray<Row>) => ({
+    label,
+    groups: rows.filter((r) => r.cell !== "import" && !r.metric.startsWith("retained")).map((r) => ({
+      label: `${r.cell} ${shortMetric(r.metric)}`,
+      values: { pi: ratio(r, "pi"), floor: ratio(r, "floor") }
+    }))
+  })
   const svg = renderChart({
-    title: "agentloop vs pi-agent-core vs AI SDK vs a minimal loop",
-    subtitle: `median of ${runs} runs (${runs * 3} for cells under 100 ms); ` +
-      `${facts.cpu}, ${facts.cores} cores, node ${facts.node}; ${new Date().toISOString().slice(0, 10)}`,
-    series,
-    groups: [
-      { label: "(a) deltas", values: ratioToFloor("a") },
-      { label: `(b) ${lastSteps} steps`, values: ratioToFloor(`b${lastSteps}`) },
-      { label: "(c) batch", values: ratioToFloor("c") },
-      { label: "(d) resume", values: ratioToFloor("d") }
+    title: "agentloop ÷ pi-agent-core (cheapest) and ÷ a minimal loop, cold and warm",
+    subtitle: `${facts.cpu}, ${facts.cores} cores, node ${facts.node}; ${new Date().toISOString().slice(0, 10)}` +
+      `${quick ? " (quick sizes)" : ""}; cold: median of ${coldProcesses} fresh processes; warm: after ${warmRuns} full runs`,
+    series: [
+      { key: "pi", label: "agentloop ÷ pi-agent-core (cheapest)", color: "#ff7f0e" },
+      { key: "floor", label: "agentloop ÷ floor (minimal loop)", color: "#9e9e9e" }
     ],
-    steps: sizes.stepCounts,
-    perStep
+    panels: [panel("cold", coldRows), panel("warm", warmRows)]
   })
   writeFileSync(join(outDir, "chart.svg"), svg)
   log("")
@@ -481,9 +545,16 @@ const main = async () => {
   log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`)
 }
 
-const round = (record: Record<string, number>): Record<string, number> =>
-  Object.fromEntries(Object.entries(record).map(([k, v]) => [k, Number(v.toPrecision(5))]))
-const roundAll = (record: Record<string, Array<number>>): Record<string, Array<number>> =>
-  Object.fromEntries(Object.entries(record).map(([k, v]) => [k, v.map((x) => Number(x.toPrecision(4)))]))
+const shortMetric = (metric: string): string =>
+  metric.startsWith("µs per step") ?
+    "µs/step" :
+    metric.startsWith("time") ?
+    "time" :
+    metric.startsWith("peak") ?
+    "heap" :
+    metric
 
-await main()
+const round = (record: Partial<Record<string, number>>): Record<string, number> =>
+  Object.fromEntries(Object.entries(record).map(([k, v]) => [k, Number((v ?? Number.NaN).toPrecision(5))]))
+
+main()

@@ -1,10 +1,11 @@
 /**
  * Where agentloop's remaining cost goes: the cost per step of workload (b) with parts of the
  * setup swapped for cheaper ones, the Effect primitives the loop is built from, and the input
- * validation of workload (d). Measured in tight loops (steady state), printed by `npm run bench`.
+ * validation of workload (d). Measured in tight loops (steady state): `npm run breakdown`.
  *
  * @since 0.1.0
  */
+import { fileURLToPath } from "node:url"
 import { Channel, Effect, Layer, Schema, Stream } from "effect"
 import {
   callbackSinkLayer,
@@ -217,4 +218,12 @@ export const runBreakdown = async (): Promise<Array<BreakdownLine>> => {
     "µs per request"
   )
   return lines
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const lines = await runBreakdown()
+  process.stdout.write("| measurement | µs | per |\n| --- | ---: | --- |\n")
+  for (const line of lines) {
+    process.stdout.write(`| ${line.what} | ${line.micros.toFixed(2)} | ${line.unit.replace("µs per ", "")} |\n`)
+  }
 }

@@ -9,10 +9,11 @@
  * @since 0.1.0
  */
 export * from "./breakdown.ts"
+export * from "./cell.ts"
 export * from "./chart.ts"
 export { agentloop, streamDeltasAsyncSource } from "./contenders/agentloop.ts"
 export { aisdk } from "./contenders/aisdk.ts"
 export { floor, floorLoop } from "./contenders/floor.ts"
-export { pi } from "./contenders/pi.ts"
+export { pi, piFilter } from "./contenders/pi.ts"
 export * from "./measure.ts"
 export * from "./workloads.ts"

@@ -70,23 +70,64 @@ export interface Contender {
   readonly toolBatch: (calls: number, probe: Probe) => Prepared
   /** (d) resume from a `history`-message transcript, one tool turn, then a final text turn. */
   readonly longTranscript: (history: number, probe: Probe) => Prepared
+  /**
+   * (g) a run that grows: `turns` turns of `calls` concurrent tool calls each, then a final text
+   * turn (2,222 × 8 grows the transcript to 20,000 messages).
+   */
+  readonly growingRun: (turns: number, calls: number, probe: Probe) => Prepared
 }
 
 /**
  * @since 0.1.0
  * @category models
  */
-export type ContenderKey = "agentloop" | "pi" | "aisdk" | "floor"
+export type ContenderKey = "floor" | "agentloop" | "pi" | "piFilter" | "aisdk"
 
 /**
- * Workload sizes. The defaults are the issue's; `BENCH_QUICK=1` shrinks them for a smoke run.
+ * The sizes of one set of workloads.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Sizes {
+  /** (a) text deltas in the one turn. */
+  readonly deltas: number
+  /** (b) the step counts N measured. */
+  readonly stepCounts: ReadonlyArray<number>
+  /** (c) tool calls in the one batch. */
+  readonly batch: number
+  /** (d) messages of the resumed history. */
+  readonly history: number
+  /** (g) turns of the growing run, and tool calls per turn. */
+  readonly growing: { readonly turns: number; readonly calls: number }
+}
+
+/**
+ * Workload sizes: the issue's (`full`), the smoke run's (`quick`, `BENCH_QUICK=1`), and the small
+ * warm-up run a cold process makes before its measured run (`small`).
  *
  * @since 0.1.0
  * @category constants
  */
-export const sizes = process.env["BENCH_QUICK"] === "1" ?
-  { deltas: 5_000, stepCounts: [10, 50, 100], batch: 500, history: 1_000 } :
-  { deltas: 100_000, stepCounts: [100, 500, 1_000, 2_000], batch: 10_000, history: 20_000 }
+export const allSizes: { readonly full: Sizes; readonly quick: Sizes; readonly small: Sizes } = {
+  full: {
+    deltas: 100_000,
+    stepCounts: [100, 500, 2_000],
+    batch: 10_000,
+    history: 20_000,
+    growing: { turns: 2_222, calls: 8 }
+  },
+  quick: { deltas: 10_000, stepCounts: [20, 100, 200], batch: 1_000, history: 2_000, growing: { turns: 222, calls: 8 } },
+  small: { deltas: 1_000, stepCounts: [10], batch: 100, history: 100, growing: { turns: 10, calls: 8 } }
+}
+
+/**
+ * The sizes of this run: the issue's, or `BENCH_QUICK=1`'s smaller ones for a smoke run.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const sizes: Sizes = process.env["BENCH_QUICK"] === "1" ? allSizes.quick : allSizes.full
 
 /**
  * The text of every streamed delta (constant, so no loop pays for building strings).

@@ -39,6 +39,14 @@ const toolTurn = (turn: number, calls: number): ReadonlyArray<ModelEvent> => {
   return events
 }
 
+/** `turns` tool turns of `calls` calls each, then the final turn. */
+const toolTurns = (turns: number, calls: number): Array<ReadonlyArray<ModelEvent>> => {
+  const out: Array<ReadonlyArray<ModelEvent>> = []
+  for (let t = 0; t < turns; t++) out.push(toolTurn(t, calls))
+  out.push(finalTurn())
+  return out
+}
+
 async function* replay(events: ReadonlyArray<ModelEvent>): AsyncGenerator<ModelEvent> {
   for (const event of events) yield event
 }
@@ -151,12 +159,8 @@ export const agentloop: Contender = {
   key: "agentloop",
   label: "agentloop",
   streamDeltas: (deltas, probe) => prepare([deltaTurn(deltas)], [prompt], probe),
-  toolSteps: (steps, probe) => {
-    const turns: Array<ReadonlyArray<ModelEvent>> = []
-    for (let t = 0; t < steps; t++) turns.push(toolTurn(t, 1))
-    turns.push(finalTurn())
-    return prepare(turns, [prompt], probe)
-  },
+  toolSteps: (steps, probe) => prepare(toolTurns(steps, 1), [prompt], probe),
+  growingRun: (turns, calls, probe) => prepare(toolTurns(turns, calls), [prompt], probe),
   toolBatch: (calls, probe) => prepare([toolTurn(0, calls), finalTurn()], [prompt], probe),
   longTranscript: (history, probe) => {
     const messages: Array<Message> = makeHistoryMessages(history)

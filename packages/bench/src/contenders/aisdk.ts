@@ -54,6 +54,14 @@ const toolTurn = (turn: number, calls: number): Turn => {
 
 const finalTurn = (): Turn => textTurn(1, FINAL_TEXT)
 
+/** `turns` tool turns of `calls` calls each, then the final turn. */
+const toolTurns = (turns: number, calls: number): Array<Turn> => {
+  const out: Array<Turn> = []
+  for (let t = 0; t < turns; t++) out.push(toolTurn(t, calls))
+  out.push(finalTurn())
+  return out
+}
+
 /** Tool executions of the run in progress, and its probe (runs never overlap). */
 const current = { executions: 0, probe: {} as Probe }
 
@@ -121,12 +129,8 @@ export const aisdk: Contender = {
   key: "aisdk",
   label: "AI SDK (streamText)",
   streamDeltas: (deltas, probe) => prepare([textTurn(deltas, DELTA)], [], probe),
-  toolSteps: (steps, probe) => {
-    const turns: Array<Turn> = []
-    for (let t = 0; t < steps; t++) turns.push(toolTurn(t, 1))
-    turns.push(finalTurn())
-    return prepare(turns, [], probe)
-  },
+  toolSteps: (steps, probe) => prepare(toolTurns(steps, 1), [], probe),
+  growingRun: (turns, calls, probe) => prepare(toolTurns(turns, calls), [], probe),
   toolBatch: (calls, probe) => prepare([toolTurn(0, calls), finalTurn()], [], probe),
   longTranscript: (history, probe) => {
     const messages = makeHistory(history).map((entry): ModelMessage => {

@@ -41,6 +41,14 @@ const toolTurn = (turn: number, calls: number): Turn => {
 
 const finalTurn = (): Turn => textTurn(1, FINAL_TEXT, FINAL_TEXT)
 
+/** `turns` tool turns of `calls` calls each, then the final turn. */
+const toolTurns = (turns: number, calls: number): Array<Turn> => {
+  const out: Array<Turn> = []
+  for (let t = 0; t < turns; t++) out.push(toolTurn(t, calls))
+  out.push(finalTurn())
+  return out
+}
+
 /**
  * The whole loop.
  *
@@ -107,12 +115,8 @@ export const floor: Contender = {
   key: "floor",
   label: "floor (minimal loop)",
   streamDeltas: (deltas, probe) => prepare([textTurn(deltas, DELTA.repeat(deltas), DELTA)], [prompt], probe),
-  toolSteps: (steps, probe) => {
-    const turns: Array<Turn> = []
-    for (let t = 0; t < steps; t++) turns.push(toolTurn(t, 1))
-    turns.push(finalTurn())
-    return prepare(turns, [prompt], probe)
-  },
+  toolSteps: (steps, probe) => prepare(toolTurns(steps, 1), [prompt], probe),
+  growingRun: (turns, calls, probe) => prepare(toolTurns(turns, calls), [prompt], probe),
   toolBatch: (calls, probe) => prepare([toolTurn(0, calls), finalTurn()], [prompt], probe),
   longTranscript: (history, probe) => {
     const messages: Array<Message> = makeHistoryMessages(history)

@@ -2,8 +2,11 @@
  * @mariozechner/pi-agent-core under test: its low-level `runAgentLoop(prompts, context, config,
  * emit, signal, streamFn)` with a scripted stream function (an `AssistantMessageEventStream`
  * pushed from a prebuilt array, as pi-ai's own providers push), the `echo` tool with a TypeBox
- * schema (validated by pi's `validateToolArguments`), `convertToLlm` as pi's `Agent` does by
- * default (keep user, assistant and toolResult messages) and a counting `emit`.
+ * schema (validated by pi's `validateToolArguments`) and a counting `emit`. Two configurations:
+ * `pi`, pi at its cheapest (`convertToLlm` is the identity: the messages already are LLM
+ * messages, so each request gets the live context array, no copy), and `piFilter`, with
+ * `convertToLlm` as pi's `Agent` does by default (keep user, assistant and toolResult messages:
+ * a filter over the whole history for every request).
  *
  * pi's stream protocol opens a message with `start` and carries the partial message on every
  * event; the scripted stream sends `start`, then exactly the same deltas as the other contenders
@@ -84,6 +87,14 @@ const toolTurn = (turn: number, calls: number): Turn => {
 
 const finalTurn = (): Turn => textTurn(1, FINAL_TEXT, FINAL_TEXT)
 
+/** `turns` tool turns of `calls` calls each, then the final turn. */
+const toolTurns = (turns: number, calls: number): Array<Turn> => {
+  const out: Array<Turn> = []
+  for (let t = 0; t < turns; t++) out.push(toolTurn(t, calls))
+  out.push(finalTurn())
+  return out
+}
+
 /** Events pushed per burst: the stream's queue never holds more than this. */
 const BURST = 64
 
@@ -116,8 +127,11 @@ const scriptedStream = (turns: ReadonlyArray<Turn>, probe: Probe, onRequest: () 
 }
 
 /** pi's `Agent` default `convertToLlm`: keep the messages an LLM understands. */
-const convertToLlm = (messages: Array<AgentMessage>): Array<Message> =>
+const filterToLlm = (messages: Array<AgentMessage>): Array<Message> =>
   messages.filter((m): m is Message => m.role === "user" || m.role === "assistant" || m.role === "toolResult")
+
+/** pi at its cheapest: the context holds only LLM messages, handed over as they are. */
+const identityToLlm = (messages: Array<AgentMessage>): Array<Message> => messages as Array<Message>
 
 const echoParameters = Type.Object({ i: Type.Number() })
 
@@ -137,7 +151,12 @@ const echo: AgentTool<typeof echoParameters, undefined> = {
   }
 }
 
-const prepare = (turns: ReadonlyArray<Turn>, history: Array<AgentMessage>, probe: Probe): Prepared => {
+const prepare = (
+  convertToLlm: AgentLoopConfig["convertToLlm"],
+  turns: ReadonlyArray<Turn>,
+  history: Array<AgentMessage>,
+  probe: Probe
+): Prepared => {
   let events = 0
   let requests = 0
   const context: AgentContext = { systemPrompt: "", messages: history, tools: [echo] }
@@ -168,21 +187,17 @@ const prepare = (turns: ReadonlyArray<Turn>, history: Array<AgentMessage>, probe
   }
 }
 
-/**
- * @since 0.1.0
- * @category contenders
- */
-export const pi: Contender = {
-  key: "pi",
-  label: "pi-agent-core",
-  streamDeltas: (deltas, probe) => prepare([textTurn(deltas, DELTA.repeat(deltas), DELTA)], [], probe),
-  toolSteps: (steps, probe) => {
-    const turns: Array<Turn> = []
-    for (let t = 0; t < steps; t++) turns.push(toolTurn(t, 1))
-    turns.push(finalTurn())
-    return prepare(turns, [], probe)
-  },
-  toolBatch: (calls, probe) => prepare([toolTurn(0, calls), finalTurn()], [], probe),
+const makePi = (
+  key: "pi" | "piFilter",
+  label: string,
+  convertToLlm: AgentLoopConfig["convertToLlm"]
+): Contender => ({
+  key,
+  label,
+  streamDeltas: (deltas, probe) => prepare(convertToLlm, [textTurn(deltas, DELTA.repeat(deltas), DELTA)], [], probe),
+  toolSteps: (steps, probe) => prepare(convertToLlm, toolTurns(steps, 1), [], probe),
+  toolBatch: (calls, probe) => prepare(convertToLlm, [toolTurn(0, calls), finalTurn()], [], probe),
+  growingRun: (turns, calls, probe) => prepare(convertToLlm, toolTurns(turns, calls), [], probe),
   longTranscript: (history, probe) => {
     const messages: Array<AgentMessage> = makeHistory(history).map((entry): Message => {
       switch (entry.kind) {
@@ -203,6 +218,24 @@ export const pi: Contender = {
           return assistant([{ type: "text", text: entry.text }], "stop")
       }
     })
-    return prepare([toolTurn(0, 1), finalTurn()], messages, probe)
+    return prepare(convertToLlm, [toolTurn(0, 1), finalTurn()], messages, probe)
   }
-}
+})
+
+/**
+ * pi-agent-core at its cheapest: `convertToLlm` is the identity (every message in the context is
+ * an LLM message), so a request costs nothing per message. The reference for the ratios.
+ *
+ * @since 0.1.0
+ * @category contenders
+ */
+export const pi: Contender = makePi("pi", "pi-agent-core (cheapest)", identityToLlm)
+
+/**
+ * pi-agent-core with the `Agent` class's default `convertToLlm`, a filter over the whole history
+ * on every request (so its cost per step grows with the transcript).
+ *
+ * @since 0.1.0
+ * @category contenders
+ */
+export const piFilter: Contender = makePi("piFilter", "pi-agent-core (default filter)", filterToLlm)
