@@ -9,7 +9,7 @@ import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
 import { clip } from "./text.ts"
 import type { Cleaner } from "./text.ts"
-import { emit, fail, parseEventData } from "./transport.ts"
+import { decodeEvent, emit, fail, isJsonObject, isOptionalString, notJson, notJsonMessage, parseJson } from "./transport.ts"
 import type { Step, WireProtocol } from "./transport.ts"
 
 // -----------------------------------------------------------------------------
@@ -222,6 +222,22 @@ const MessageDelta = Schema.Struct({
 })
 const ErrorEvent = Schema.Struct({ error: Schema.Struct({ type: OptionalString, message: OptionalString }) })
 
+/**
+ * The fast check of the event that makes up most of a stream (`content_block_delta`): the event
+ * itself when it has `BlockDelta`'s shape for sure, else `undefined` (the schema decides).
+ */
+export const fastBlockDelta = (u: unknown): typeof BlockDelta.Type | undefined => {
+  if (!isJsonObject(u)) return undefined
+  const index = u["index"]
+  const delta = u["delta"]
+  if (typeof index !== "number" || !Number.isFinite(index) || !isJsonObject(delta)) return undefined
+  return typeof delta["type"] === "string" && isOptionalString(delta["text"]) &&
+      isOptionalString(delta["thinking"]) && isOptionalString(delta["signature"]) &&
+      isOptionalString(delta["partial_json"]) ?
+    u as typeof BlockDelta.Type :
+    undefined
+}
+
 const decoders = {
   envelope: Schema.decodeUnknownResult(Envelope),
   message_start: Schema.decodeUnknownResult(MessageStart),
@@ -273,7 +289,10 @@ export const messagesProtocol = (options: {
   readonly timestamp: number
   readonly idPrefix: string
   readonly clean: Cleaner
+  /** Whether hand-written checks may vouch for common events (default true; false: the schema decodes every event). */
+  readonly fastChecks?: boolean
 }): WireProtocol => {
+  const fast = options.fastChecks ?? true
   const assembly = new MessageAssembly(options.idPrefix)
   const usage: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number } = {}
   let wireStop: string | undefined
@@ -310,16 +329,27 @@ export const messagesProtocol = (options: {
     return emit([{ type: "done", message }], true)
   }
 
-  const decode = <A>(data: string, decoder: (u: unknown) => Result.Result<A, Schema.SchemaError>) =>
-    parseEventData(options.provider, options.clean, data, decoder)
+  const decode = <A>(
+    json: unknown,
+    decoder: (u: unknown) => Result.Result<A, Schema.SchemaError>,
+    check?: (u: unknown) => A | undefined
+  ) => decodeEvent(options.provider, options.clean, json, fast ? check : undefined, decoder)
+
+  const typeOf = (json: unknown): Result.Result<string, string> => {
+    if (fast && isJsonObject(json) && typeof json["type"] === "string") return Result.succeed(json["type"])
+    return Result.map(decode(json, decoders.envelope), (envelope) => envelope.type)
+  }
 
   const onEvent = (data: string): Step => {
-    const envelope = decode(data, decoders.envelope)
-    if (Result.isFailure(envelope)) return fail(envelope.failure, "protocol")
+    // the JSON is parsed once, then decoded by the shape its `type` names
+    const json = parseJson(data)
+    if (json === notJson) return fail(notJsonMessage(options.provider, options.clean, data), "protocol")
+    const type = typeOf(json)
+    if (Result.isFailure(type)) return fail(type.failure, "protocol")
     const events: Array<ModelEvent> = []
-    switch (envelope.success.type) {
+    switch (type.success) {
       case "message_start": {
-        const event = decode(data, decoders.message_start)
+        const event = decode(json, decoders.message_start)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const start = event.success.message
         if (typeof start.model === "string" && start.model.length > 0) model = start.model
@@ -327,7 +357,7 @@ export const messagesProtocol = (options: {
         break
       }
       case "content_block_start": {
-        const event = decode(data, decoders.content_block_start)
+        const event = decode(json, decoders.content_block_start)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const key = `block:${event.success.index}`
         const block = event.success.content_block
@@ -349,7 +379,7 @@ export const messagesProtocol = (options: {
         break
       }
       case "content_block_delta": {
-        const event = decode(data, decoders.content_block_delta)
+        const event = decode(json, decoders.content_block_delta, fastBlockDelta)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const key = `block:${event.success.index}`
         const delta = event.success.delta
@@ -370,7 +400,7 @@ export const messagesProtocol = (options: {
         break
       }
       case "message_delta": {
-        const event = decode(data, decoders.message_delta)
+        const event = decode(json, decoders.message_delta)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const stop = event.success.delta.stop_reason
         if (typeof stop === "string" && stop.length > 0) wireStop = stop
@@ -380,7 +410,7 @@ export const messagesProtocol = (options: {
       case "message_stop":
         return finalize()
       case "error": {
-        const event = decode(data, decoders.error)
+        const event = decode(json, decoders.error)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
         const { message, type } = event.success.error
         const text = `${options.provider} reported an error in the stream: ${options.clean(type ?? "error", 100)}: ` +

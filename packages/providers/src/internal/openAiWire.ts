@@ -8,7 +8,7 @@ import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, U
 import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
 import type { Cleaner } from "./text.ts"
-import { emit, fail, parseEventData } from "./transport.ts"
+import { emit, fail, isJsonObject, isOptionalFinite, isOptionalString, parseEventData } from "./transport.ts"
 import type { Step, WireProtocol } from "./transport.ts"
 
 // -----------------------------------------------------------------------------
@@ -175,6 +175,49 @@ type WireChunk = typeof WireChunk.Type
 
 const decodeChunk = Schema.decodeUnknownResult(WireChunk)
 
+const isOptionalToolCalls = (u: unknown): boolean => {
+  if (u === undefined || u === null) return true
+  if (!Array.isArray(u)) return false
+  for (const call of u) {
+    if (!isJsonObject(call) || !isOptionalFinite(call["index"]) || !isOptionalString(call["id"])) return false
+    const fn = call["function"]
+    if (fn !== undefined && fn !== null) {
+      if (!isJsonObject(fn) || !isOptionalString(fn["name"]) || !isOptionalString(fn["arguments"])) return false
+    }
+  }
+  return true
+}
+
+/**
+ * The fast check of the chunks that make up most of a stream (content and tool-call deltas, the
+ * finish reason): the chunk itself when it has `WireChunk`'s shape for sure, else `undefined`
+ * (the schema decides). Chunks with `usage` or `error` (one or two a stream) always go to the schema.
+ */
+export const fastChunk = (u: unknown): WireChunk | undefined => {
+  if (!isJsonObject(u) || !isOptionalString(u["model"])) return undefined
+  if ((u["usage"] !== undefined && u["usage"] !== null) || (u["error"] !== undefined && u["error"] !== null)) {
+    return undefined
+  }
+  const choices = u["choices"]
+  if (choices !== undefined && choices !== null) {
+    if (!Array.isArray(choices)) return undefined
+    for (const choice of choices) {
+      if (!isJsonObject(choice) || !isOptionalFinite(choice["index"]) || !isOptionalString(choice["finish_reason"])) {
+        return undefined
+      }
+      const delta = choice["delta"]
+      if (delta !== undefined && delta !== null) {
+        if (
+          !isJsonObject(delta) || !isOptionalString(delta["content"]) || !isOptionalString(delta["reasoning_content"]) ||
+          !isOptionalString(delta["reasoning"]) || !isOptionalString(delta["refusal"]) ||
+          !isOptionalToolCalls(delta["tool_calls"])
+        ) return undefined
+      }
+    }
+  }
+  return u as WireChunk
+}
+
 const usageOf = (usage: NonNullable<WireChunk["usage"]>): Usage => {
   // OpenAI reports cached prompt tokens in prompt_tokens_details, DeepSeek as prompt_cache_hit_tokens
   const cached = usage.prompt_tokens_details?.cached_tokens ?? usage.prompt_cache_hit_tokens ?? undefined
@@ -240,7 +283,10 @@ export const chatProtocol = (options: {
   readonly timestamp: number
   readonly idPrefix: string
   readonly clean: Cleaner
+  /** Whether hand-written checks may vouch for common chunks (default true; false: the schema decodes every chunk). */
+  readonly fastChecks?: boolean
 }): WireProtocol => {
+  const fast = options.fastChecks === false ? undefined : fastChunk
   const assembly = new MessageAssembly(options.idPrefix)
   const toolKeys = new Map<number | string, string>()
   let lastToolKey: string | undefined
@@ -331,7 +377,7 @@ export const chatProtocol = (options: {
     onEvent: (event: Sse.Event) => {
       const data = event.data.trim()
       if (data === "[DONE]") return finalize()
-      const chunk = parseEventData(options.provider, options.clean, data, decodeChunk)
+      const chunk = parseEventData(options.provider, options.clean, data, decodeChunk, fast)
       return Result.isFailure(chunk) ? fail(chunk.failure, "protocol") : onChunk(chunk.success)
     },
     onEnd: () =>
