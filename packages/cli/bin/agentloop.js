@@ -1,8 +1,18 @@
 #!/usr/bin/env node
 // The installed command runs the compiled CLI (dist/). Inside the repository, tests run it with
 // `--conditions=agentloop-source`, and the package's own exports then resolve to src/.
-import { NodeRuntime } from "@effect/platform-node"
-import { main } from "@agentloop/cli/main"
+
+// Durable runs use Node's built-in `node:sqlite`, which announces itself as experimental on stderr
+// when loaded, on every command: that one notice is dropped (every other warning is kept).
+const emitWarning = process.emitWarning
+process.emitWarning = function(warning, ...rest) {
+  const text = typeof warning === "string" ? warning : warning?.message
+  if (typeof text === "string" && text.startsWith("SQLite is an experimental feature")) return
+  return emitWarning.call(process, warning, ...rest)
+}
+
+const { NodeRuntime } = await import("@effect/platform-node")
+const { main } = await import("@agentloop/cli/main")
 
 // A reader that goes away (`agentloop demo | head`) ends the program quietly.
 process.stdout.on("error", (error) => {

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Semaphore } from "effect"
+import { Clock, Effect, Semaphore } from "effect"
 import { allow, deny } from "@agentloop/core"
 import type { ToolCall, ToolPolicy } from "@agentloop/core"
 import { stripControl } from "./Sanitize.ts"
@@ -33,8 +33,11 @@ export interface ApprovalRecord {
   readonly toolCallId: string
   readonly name: string
   readonly decision: "approved" | "denied" | "always"
-  readonly by: "user" | "policy" | "no-terminal"
+  /** `remote`: answered with `agentloop approve` from another process (durable runs). */
+  readonly by: "user" | "policy" | "no-terminal" | "remote"
   readonly reason?: string
+  /** When the question was put (epoch milliseconds), for decisions that asked. */
+  readonly askedAt?: number
 }
 
 /**
@@ -141,27 +144,28 @@ export const makeApprovalPolicy = (options: ApprovalOptions): Effect.Effect<Tool
       }
       yield* options.print(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
       for (const line of previewCall(call, style)) yield* options.print(`    ${line}`)
+      const asked = { ...base, askedAt: yield* Clock.currentTimeMillis }
       while (true) {
         const line = yield* ask(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `)
         if (line === undefined) {
-          yield* options.record({ ...base, decision: "denied", by: "no-terminal", reason: NO_TERMINAL_REASON })
+          yield* options.record({ ...asked, decision: "denied", by: "no-terminal", reason: NO_TERMINAL_REASON })
           return deny(NO_TERMINAL_REASON)
         }
         const answer = parseAnswer(line)
         if (answer === undefined) continue
         if (answer.kind === "yes") {
-          yield* options.record({ ...base, decision: "approved", by: "user" })
+          yield* options.record({ ...asked, decision: "approved", by: "user" })
           return allow
         }
         if (answer.kind === "always") {
           options.always.add(call.name)
-          yield* options.record({ ...base, decision: "always", by: "user" })
+          yield* options.record({ ...asked, decision: "always", by: "user" })
           return allow
         }
         const reason = answer.reason === undefined ?
           "the user denied this call" :
           `the user denied this call: ${answer.reason}`
-        yield* options.record({ ...base, decision: "denied", by: "user", ...(answer.reason === undefined ? {} : { reason: answer.reason }) })
+        yield* options.record({ ...asked, decision: "denied", by: "user", ...(answer.reason === undefined ? {} : { reason: answer.reason }) })
         return deny(reason)
       }
     }))

@@ -15,7 +15,7 @@ import type { ProviderConfigError } from "@agentloop/providers"
 import { scriptedModelLayer } from "@agentloop/testkit"
 import { codingToolsLayer } from "@agentloop/tools"
 import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
-import { chatCommand, runCommand, sessionsCommand } from "./Agent.ts"
+import { approveCommand, chatCommand, runCommand, runsCommand, sessionsCommand } from "./Agent.ts"
 import { ProviderName } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
@@ -281,6 +281,13 @@ const agentFlags = {
   mcpUrl: Flag.String("mcp-url").pipe(
     Flag.withDescription("connect to an MCP server over streamable HTTP (repeatable)"),
     Flag.atLeast(0)
+  ),
+  durable: Flag.Boolean("durable").pipe(
+    Flag.withDescription(
+      "run as a durable run (.agentloop/durable/<session>.db): a run whose process was stopped or killed resumes " +
+        "when the same command runs again; approvals can be answered from another terminal (agentloop approve)"
+    ),
+    Flag.withDefault(false)
   )
 }
 
@@ -299,6 +306,30 @@ const sessions = Command.make("sessions", {
   workspace: optionalString("workspace", "project folder (default: the current folder)")
 }, ({ workspace }) => sessionsCommand(workspace)).pipe(
   Command.withDescription("List the sessions of this folder: id, date, steps, how it ended, first prompt.")
+)
+
+const runs = Command.make("runs", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)")
+}, ({ workspace }) => runsCommand(workspace)).pipe(
+  Command.withDescription(
+    "List the durable runs of this folder (agentloop run/chat --durable): id, start, state (running, waiting for " +
+      "approval with the calls waiting, ended with its reason and steps), prompt."
+  )
+)
+
+const approveCmd = Command.make("approve", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  run: Argument.String("run").pipe(Argument.withDescription("the durable run's id (agentloop runs)")),
+  call: Argument.String("call").pipe(Argument.withDescription("the id of the call waiting for approval")),
+  answer: Argument.String("answer").pipe(Argument.withDescription("y (allow it) or n (deny it)")),
+  reason: Argument.String("reason").pipe(
+    Argument.withDescription("with n: the reason the model sees"),
+    Argument.variadic()
+  )
+}, approveCommand).pipe(
+  Command.withDescription(
+    "Answer a durable run's approval request from any terminal: agentloop approve RUN CALL y|n [reason]."
+  )
 )
 
 const view = Command.make("view", {
@@ -328,7 +359,7 @@ const view = Command.make("view", {
  */
 export const agentloop = Command.make("agentloop").pipe(
   Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
-  Command.withSubcommands([run, chat, sessions, view, demo])
+  Command.withSubcommands([run, chat, sessions, runs, approveCmd, view, demo])
 )
 
 /**

@@ -1,8 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
-import { Model, pairingViolations } from "@agentloop/core"
-import type { Message, ModelRequest } from "@agentloop/core"
-import { parseAnswer, previewCall } from "../src/Approvals.ts"
+import { Clock, Effect, Stream } from "effect"
+import { TestClock } from "effect/testing"
+import { allow, decide, Model, pairingViolations } from "@agentloop/core"
+import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
+import { makeApprovalPolicy, parseAnswer, previewCall } from "../src/Approvals.ts"
+import type { ApprovalRecord } from "../src/Approvals.ts"
 import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER } from "../src/Compaction.ts"
 import { stripControl } from "../src/Sanitize.ts"
 import { makeStyle } from "../src/Style.ts"
@@ -55,6 +57,31 @@ describe("approval answers", () => {
     const edit = previewCall({ type: "toolCall", id: "2", name: "edit", arguments: { path: "a.ts", oldText: "a\nb", newText: "c" } }, style)
     assert.deepStrictEqual(edit, ["a.ts", "- a", "- b", "+ c"])
   })
+})
+
+describe("approval records", () => {
+  it.effect("a decision that asked records when the question was put (askedAt), apart from when it was answered (at)", () =>
+    Effect.gen(function*() {
+      const records: Array<ApprovalRecord & { readonly at: number }> = []
+      const options = (yes: boolean) => ({
+        yes,
+        // the user takes five seconds to answer
+        ask: () => Effect.as(TestClock.adjust("5 seconds"), "y"),
+        print: () => Effect.void,
+        record: (r: ApprovalRecord) => Effect.map(Clock.currentTimeMillis, (at) => void records.push({ ...r, at })),
+        style: makeStyle(false),
+        always: new Set<string>()
+      })
+      const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
+      const definition = { name: "bash", description: "", parameters: {} }
+      yield* TestClock.adjust("1 second")
+      assert.deepStrictEqual(yield* decide(yield* makeApprovalPolicy(options(false)), call, definition), allow)
+      assert.deepStrictEqual(yield* decide(yield* makeApprovalPolicy(options(true)), call, definition), allow)
+      assert.deepStrictEqual(records, [
+        { toolCallId: "c1", name: "bash", askedAt: 1000, decision: "approved", by: "user", at: 6000 },
+        { toolCallId: "c1", name: "bash", decision: "approved", by: "policy", at: 6000 }
+      ])
+    }))
 })
 
 describe("compaction", () => {

@@ -1,0 +1,454 @@
+/**
+ * Durable runs in the CLI (`--durable`): each run of a session is a durable run of
+ * `@agentloop/durable` on its embedded engine, in one SQLite file per session,
+ * `.agentloop/durable/<session id>.db`. A run's id is `<session id>.<n>` (its number in the
+ * session), so a run id names its session file and its database.
+ *
+ * This module holds what the commands share: where things are, reading a session's durable runs
+ * back from its records, bringing a session file in line with a run's journaled transcript, and
+ * the commands `agentloop runs` and `agentloop approve`.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Layer } from "effect"
+import type { Message, TranscriptRecord } from "@agentloop/core"
+import { approve, embeddedClientLayer, listRuns, pendingApprovals } from "@agentloop/durable"
+import type { DurableRunStatus, DurableStore } from "@agentloop/durable"
+import type { WorkflowEngine } from "effect/workflow"
+import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs"
+import * as nodePath from "node:path"
+import { SESSIONS_FOLDER } from "./Sessions.ts"
+import * as WorkspaceIO from "./WorkspaceIO.ts"
+
+/**
+ * The folder of the durable runs' databases, relative to the workspace.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const DURABLE_FOLDER = ".agentloop/durable"
+
+/**
+ * A durable run failed to start or could not be reached: one line for the user.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class DurableCliError extends Error {
+  readonly _tag = "DurableCliError"
+}
+
+/**
+ * The database file of a session's durable runs (absolute).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const databaseOf = (root: string, sessionId: string): string =>
+  nodePath.join(root, DURABLE_FOLDER, `${sessionId}.db`)
+
+/**
+ * The id of the `n`-th run (1-based) of a session.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const runIdOf = (sessionId: string, n: number): string => `${sessionId}.${n}`
+
+/**
+ * The session a run id belongs to, or undefined when `runId` is not a CLI run id.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const sessionOfRun = (runId: string): string | undefined => {
+  const match = /^([A-Za-z0-9_-]+)\.([1-9][0-9]{0,8})$/.exec(runId)
+  return match === null ? undefined : match[1]
+}
+
+/**
+ * Makes the databases' folder (inside the workspace, through no link) and returns the session's
+ * database file, refusing one that is a link.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const prepareDatabase = (root: string, sessionId: string): Effect.Effect<string, DurableCliError> =>
+  Effect.gen(function*() {
+    yield* WorkspaceIO.makeDirectory(root, DURABLE_FOLDER).pipe(Effect.mapError((e) => new DurableCliError(e.message)))
+    const file = databaseOf(root, sessionId)
+    const isLink = (() => {
+      try {
+        return lstatSync(file).isSymbolicLink()
+      } catch {
+        return false
+      }
+    })()
+    if (isLink) return yield* Effect.fail(new DurableCliError(`${file} is a link: refusing to open it`))
+    return file
+  })
+
+/**
+ * What a session's records say about one of its durable runs.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RecordedRun {
+  readonly runId: string
+  readonly prompt: string
+  readonly startedAt: number
+  /** The `run_end` record, when the session has it. */
+  readonly end: { readonly reason: string; readonly steps: number } | undefined
+  /** Calls that asked for approval and have no answer nor result in the records yet, in order. */
+  readonly pending: ReadonlyArray<{ readonly callId: string; readonly name: string; readonly askedAt: number }>
+}
+
+const atOf = (r: TranscriptRecord): number => (typeof r["at"] === "number" ? r["at"] : 0)
+
+/**
+ * The durable runs of a session, from its records (oldest first).
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const recordedRuns = (records: ReadonlyArray<TranscriptRecord>): Array<RecordedRun> => {
+  const runs: Array<{
+    runId: string
+    prompt: string
+    startedAt: number
+    end: RecordedRun["end"]
+    pending: Map<string, { callId: string; name: string; askedAt: number }>
+  }> = []
+  let current: (typeof runs)[number] | undefined
+  for (const r of records) {
+    if (r.type === "run_start") {
+      current = typeof r["runId"] === "string" ?
+        {
+          runId: r["runId"],
+          prompt: typeof r["prompt"] === "string" ? r["prompt"] : "",
+          startedAt: atOf(r),
+          end: undefined,
+          pending: new Map()
+        } :
+        undefined
+      if (current !== undefined) runs.push(current)
+      continue
+    }
+    if (current === undefined) continue
+    if (r.type === "run_end") {
+      current.end = {
+        reason: typeof r["reason"] === "string" ? r["reason"] : "?",
+        steps: typeof r["steps"] === "number" ? r["steps"] : 0
+      }
+      current.pending.clear()
+    } else if (r.type === "approval_request" && typeof r["toolCallId"] === "string") {
+      current.pending.set(r["toolCallId"], {
+        callId: r["toolCallId"],
+        name: typeof r["name"] === "string" ? r["name"] : "?",
+        askedAt: atOf(r)
+      })
+    } else if ((r.type === "approval" || r.type === "tool_start" || r.type === "tool_end") && typeof r["toolCallId"] === "string") {
+      current.pending.delete(r["toolCallId"])
+    }
+  }
+  return runs.map((r) => ({ ...r, pending: [...r.pending.values()] }))
+}
+
+/**
+ * The last run of a session when it is a durable run without its end in the session: it was
+ * interrupted (or is being run by another process).
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const unfinishedRun = (records: ReadonlyArray<TranscriptRecord>): RecordedRun | undefined => {
+  let last: TranscriptRecord | undefined
+  for (const r of records) if (r.type === "run_start") last = r
+  if (last === undefined || typeof last["runId"] !== "string") return undefined
+  const run = recordedRuns(records).find((r) => r.runId === last["runId"])
+  return run !== undefined && run.end === undefined ? run : undefined
+}
+
+const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** JSON with the keys of every object sorted: two messages are the same when these are equal. */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, v: unknown) =>
+    isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v)
+
+/**
+ * A session file split at a run: the lines up to and including the run's prompt message, and the
+ * lines after it.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const splitAtRun = (
+  text: string,
+  runId: string
+): { readonly before: ReadonlyArray<string>; readonly after: ReadonlyArray<string> } | undefined => {
+  const lines = text.split("\n")
+  if (lines[lines.length - 1] === "") lines.pop()
+  const parsed = lines.map((line) => {
+    try {
+      const value: unknown = JSON.parse(line)
+      return isObject(value) ? value : undefined
+    } catch {
+      return undefined
+    }
+  })
+  const start = parsed.findIndex((v) => v?.["type"] === "run_start" && v["runId"] === runId)
+  if (start < 0) return undefined
+  let prompt = start + 1
+  while (prompt < lines.length && parsed[prompt]?.["role"] === undefined) prompt++
+  if (prompt >= lines.length) return { before: lines, after: [] }
+  return { before: lines.slice(0, prompt + 1), after: lines.slice(prompt + 1) }
+}
+
+/**
+ * The message lines a session holds for a run (after its prompt), as the run's transcript tail
+ * to compare with its journaled one: whether they are the same messages (tool results of a batch
+ * may be in the order they finished).
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const sameMessages = (lines: ReadonlyArray<string>, expected: ReadonlyArray<Message>): boolean => {
+  const found = lines.flatMap((line) => {
+    try {
+      const value: unknown = JSON.parse(line)
+      return isObject(value) && "role" in value ? [canonical(value)] : []
+    } catch {
+      return []
+    }
+  }).sort()
+  const wanted = expected.map(canonical).sort()
+  return found.length === wanted.length && found.every((m, i) => m === wanted[i])
+}
+
+/**
+ * Brings a session file in line with a run's journaled transcript (`messages`: what the run
+ * added after its prompt). Nothing is written when the file already holds exactly those messages;
+ * otherwise (a process was killed while the run went on, or another process ran its end) the
+ * file is rewritten in one step: every line up to the run's prompt, the run's records, then the
+ * journaled messages in transcript order. Returns whether it rewrote the file.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const reconcileSession = (
+  root: string,
+  file: string,
+  runId: string,
+  messages: ReadonlyArray<Message>
+): Effect.Effect<boolean, DurableCliError> =>
+  Effect.gen(function*() {
+    const text = yield* Effect.try({
+      try: () => readFileSync(nodePath.join(root, file), "utf8"),
+      catch: (e) => new DurableCliError(`cannot read ${file}: ${(e as { code?: string }).code ?? e}`)
+    })
+    const split = splitAtRun(text, runId)
+    if (split === undefined) return yield* Effect.fail(new DurableCliError(`${file} has no run ${runId}`))
+    if (sameMessages(split.after, messages)) return false
+    const records = split.after.filter((line) => {
+      try {
+        const value: unknown = JSON.parse(line)
+        return isObject(value) && !("role" in value)
+      } catch {
+        return false
+      }
+    })
+    const lines = [...split.before, ...records, ...messages.map((m) => JSON.stringify(m))]
+    yield* WorkspaceIO.writeFile(root, file, `${lines.join("\n")}\n`).pipe(
+      Effect.mapError((e) => new DurableCliError(e.message))
+    )
+    return true
+  })
+
+/** The records of a session file, or undefined when it does not exist or cannot be read. */
+const sessionRecords = (root: string, sessionId: string): Array<TranscriptRecord> | undefined => {
+  const path = nodePath.join(root, SESSIONS_FOLDER, `${sessionId}.jsonl`)
+  let text: string
+  try {
+    text = readFileSync(path, "utf8")
+  } catch {
+    return undefined
+  }
+  const out: Array<TranscriptRecord> = []
+  for (const line of text.split("\n")) {
+    try {
+      const value: unknown = JSON.parse(line)
+      if (isObject(value) && typeof value["type"] === "string") out.push(value as TranscriptRecord)
+    } catch {
+      // a torn last line
+    }
+  }
+  return out
+}
+
+/** Runs `effect` with a client (no runner) of a session's database. */
+const withClient = <A, E>(
+  root: string,
+  sessionId: string,
+  effect: Effect.Effect<A, E, WorkflowEngine.WorkflowEngine | DurableStore>
+): Effect.Effect<A, E | DurableCliError> => {
+  const file = databaseOf(root, sessionId)
+  if (!existsSync(file)) return Effect.fail(new DurableCliError(`no durable runs database at ${file}`))
+  return Effect.scoped(
+    Effect.flatMap(
+      Layer.build(embeddedClientLayer({ filename: file })).pipe(
+        Effect.mapError((e: { readonly message: string }) => new DurableCliError(`cannot open ${file}: ${e.message}`))
+      ),
+      (context) => Effect.provideContext(effect, context)
+    )
+  )
+}
+
+/**
+ * One line of `agentloop runs`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunLine {
+  readonly runId: string
+  readonly startedAt: number
+  readonly prompt: string
+  /** `running`, `waiting for approval: <call> (<tool>), …`, `waiting`, `ended <reason> after <n> step(s)`, or `unknown: <why>`. */
+  readonly state: string
+}
+
+const describeStatus = (status: DurableRunStatus | undefined): string => {
+  if (status === undefined) return "not started (its process stopped before the run was registered)"
+  if (status.state === "ended") return `ended ${status.reason ?? "?"} after ${status.steps ?? "?"} step(s)`
+  if (status.approvals.length > 0) {
+    return `waiting for approval: ${status.approvals.map((p) => `${p.call.id} (${p.call.name})`).join(", ")}`
+  }
+  return status.state
+}
+
+/**
+ * The durable runs of a workspace, oldest first, with their state: from the session's records
+ * for runs that ended there, from the run's database otherwise.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const listWorkspaceRuns = (root: string): Effect.Effect<ReadonlyArray<RunLine>> =>
+  Effect.gen(function*() {
+    let names: Array<string>
+    try {
+      names = readdirSync(nodePath.join(root, SESSIONS_FOLDER))
+        .filter((n) => n.endsWith(".jsonl"))
+        .map((n) => n.slice(0, -".jsonl".length))
+    } catch {
+      names = []
+    }
+    const out: Array<RunLine> = []
+    for (const sessionId of names) {
+      const records = sessionRecords(root, sessionId)
+      if (records === undefined) continue
+      const runs = recordedRuns(records)
+      if (runs.length === 0) continue
+      let statuses: ReadonlyArray<DurableRunStatus> | undefined
+      let unreachable = ""
+      if (runs.some((r) => r.end === undefined)) {
+        const listed = yield* Effect.result(withClient(root, sessionId, listRuns()))
+        if (listed._tag === "Success") statuses = listed.success
+        else unreachable = listed.failure.message
+      }
+      for (const run of runs) {
+        const state = run.end !== undefined ?
+          `ended ${run.end.reason} after ${run.end.steps} step(s)` :
+          statuses === undefined ?
+          `unknown: ${unreachable}` :
+          describeStatus(statuses.find((s) => s.runId === run.runId))
+        out.push({ runId: run.runId, startedAt: run.startedAt, prompt: run.prompt, state })
+      }
+    }
+    return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId))
+  })
+
+/**
+ * An answer given to `agentloop approve`: `y`/`yes` or `n`/`no` (any case), with an optional
+ * reason after `n`.
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const parseApproveAnswer = (
+  answer: string,
+  reason: ReadonlyArray<string>
+): { readonly approved: boolean; readonly reason?: string } | DurableCliError => {
+  const word = answer.trim().toLowerCase()
+  const text = reason.join(" ").trim()
+  if (word === "y" || word === "yes") {
+    return text.length > 0 ? new DurableCliError(`a reason goes with n (no), not with ${answer}`) : { approved: true }
+  }
+  if (word === "n" || word === "no") return text.length > 0 ? { approved: false, reason: text } : { approved: false }
+  return new DurableCliError(`the answer must be y or n, not "${answer}"`)
+}
+
+/**
+ * The reason the model sees for a call the user denied (the same from the terminal and from
+ * `agentloop approve`).
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const denialReason = (reason: string | undefined): string =>
+  reason === undefined ? "the user denied this call" : `the user denied this call: ${reason}`
+
+/**
+ * `agentloop approve RUN CALL y|n [reason]`: answers a durable run's waiting approval from any
+ * process. Checks first that the run exists, has not ended and waits for that call.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const approveRun = (
+  root: string,
+  runId: string,
+  callId: string,
+  answer: string,
+  reason: ReadonlyArray<string>
+): Effect.Effect<string, DurableCliError> =>
+  Effect.gen(function*() {
+    const parsed = parseApproveAnswer(answer, reason)
+    if (parsed instanceof DurableCliError) return yield* Effect.fail(parsed)
+    const sessionId = sessionOfRun(runId)
+    const records = sessionId === undefined ? undefined : sessionRecords(root, sessionId)
+    const run = records === undefined ? undefined : recordedRuns(records).find((r) => r.runId === runId)
+    if (sessionId === undefined || run === undefined) {
+      return yield* Effect.fail(new DurableCliError(`unknown run ${runId} in ${root} (agentloop runs lists them)`))
+    }
+    if (run.end !== undefined) {
+      return yield* Effect.fail(new DurableCliError(`run ${runId} has ended (${run.end.reason}): nothing to approve`))
+    }
+    // the database says which calls wait (the session's records may lag behind)
+    const name = yield* withClient(
+      root,
+      sessionId,
+      Effect.gen(function*() {
+        const waiting = yield* pendingApprovals(runId).pipe(Effect.mapError((e) => new DurableCliError(e.message)))
+        const pending = waiting.find((p) => p.call.id === callId)
+        if (pending === undefined) {
+          return yield* Effect.fail(
+            new DurableCliError(
+              `run ${runId} has no approval waiting for call ${callId} (${
+                waiting.length === 0 ? "none is waiting" : `waiting: ${waiting.map((p) => p.call.id).join(", ")}`
+              })`
+            )
+          )
+        }
+        yield* approve(
+          runId,
+          callId,
+          parsed.approved ? { approved: true } : { approved: false, reason: denialReason(parsed.reason) }
+        )
+        return pending.call.name
+      })
+    )
+    return `${parsed.approved ? "approved" : "denied"}: call ${callId} (${name}) of run ${runId}`
+  })

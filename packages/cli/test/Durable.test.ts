@@ -1,0 +1,222 @@
+import { assert, describe, it } from "@effect/vitest"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { loadTranscript, pairingViolations } from "@agentloop/core"
+import type { LoopEvent, ToolResultMessage } from "@agentloop/core"
+import { checkInvariants } from "@agentloop/testkit"
+import { Effect } from "effect"
+import { NodeServices } from "@effect/platform-node"
+import {
+  eventually,
+  jsonLines,
+  makeWorkspace,
+  processesWith,
+  providerFlags,
+  scriptServer,
+  sessionFiles,
+  startCli,
+  testEnv,
+  uniqueSleep
+} from "./helpers/agent.ts"
+
+const load = (file: string) => Effect.runPromise(loadTranscript(file).pipe(Effect.provide(NodeServices.layer)))
+
+describe("agentloop --durable", () => {
+  it("a durable run completes, the session is written as for any run, and agentloop runs lists it ended", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([
+      { calls: [{ id: "c1", name: "write", args: { path: "hello.txt", content: "hi\n" } }], usage: { input: 100, output: 10 } },
+      { text: "done", usage: { input: 120, output: 5 } }
+    ])
+    try {
+      const cli = startCli(["run", "--durable", "--yes", ...providerFlags(server), "write hello.txt"], { cwd: ws, env: testEnv(ws) })
+      const { code } = await cli.exited
+      assert.strictEqual(code, 0, cli.output() + cli.stderr())
+      assert.include(cli.output(), "✓ write hello.txt")
+      assert.strictEqual(readFileSync(join(ws, "hello.txt"), "utf8"), "hi\n")
+      const [file] = sessionFiles(ws)
+      const lines = jsonLines(file!)
+      const start = lines.find((l) => l["type"] === "run_start")!
+      const runId = start["runId"] as string
+      assert.match(runId, /^\d{8}-\d{6}-[a-z0-9]{4}\.1$/)
+      const loaded = await load(file!)
+      assert.deepStrictEqual(loaded.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+      assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+      const runs = startCli(["runs"], { cwd: ws, env: testEnv(ws) })
+      assert.strictEqual((await runs.exited).code, 0, runs.stderr())
+      assert.include(runs.output(), `${runId}  `)
+      assert.include(runs.output(), "ended stop after 2 step(s)")
+      assert.isTrue(existsSync(join(ws, ".agentloop", "durable", `${runId.split(".")[0]}.db`)))
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+
+  it("a call waiting for approval is answered by agentloop approve from another process; bad answers are refused with exit 2", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([
+      { calls: [{ id: "b1", name: "bash", args: { command: "echo approved > approved.txt" } }] },
+      { text: "done" }
+    ])
+    try {
+      const cli = startCli(["run", "--durable", ...providerFlags(server), "needs approval"], { cwd: ws, env: testEnv(ws) })
+      cli.endInput()
+      await cli.waitFor(/agentloop approve (\S+) b1 y\|n/, 90_000)
+      const runId = /agentloop approve (\S+) b1/.exec(cli.output())![1]!
+      const approveCli = async (...args: Array<string>) => {
+        const p = startCli(["approve", ...args], { cwd: ws, env: testEnv(ws) })
+        const { code } = await p.exited
+        return { code, out: p.output(), err: p.stderr() }
+      }
+      const [unknownRun, unknownCall, badAnswer, listed] = await Promise.all([
+        approveCli("20260101-000000-zzzz.1", "b1", "y"),
+        approveCli(runId, "nope", "y"),
+        approveCli(runId, "b1", "maybe"),
+        (async () => {
+          const p = startCli(["runs"], { cwd: ws, env: testEnv(ws) })
+          await p.exited
+          return p.output()
+        })()
+      ])
+      assert.strictEqual(unknownRun.code, 2)
+      assert.strictEqual(unknownRun.err, `agentloop: unknown run 20260101-000000-zzzz.1 in ${ws} (agentloop runs lists them)\n`)
+      assert.strictEqual(unknownCall.code, 2)
+      assert.include(unknownCall.err, `run ${runId} has no approval waiting for call nope (waiting: b1)`)
+      assert.strictEqual(badAnswer.code, 2)
+      assert.include(badAnswer.err, `the answer must be y or n, not "maybe"`)
+      assert.include(listed, `${runId}  `)
+      assert.include(listed, "waiting for approval: b1 (bash)")
+      assert.isFalse(existsSync(join(ws, "approved.txt")), "nothing ran before the answer")
+      const yes = await approveCli(runId, "b1", "y")
+      assert.strictEqual(yes.code, 0, yes.err)
+      assert.include(yes.out, `approved: call b1 (bash) of run ${runId}`)
+      const { code } = await cli.exited
+      assert.strictEqual(code, 0, cli.output() + cli.stderr())
+      assert.strictEqual(readFileSync(join(ws, "approved.txt"), "utf8"), "approved\n")
+      assert.include(cli.output(), "approved from another terminal")
+      const [file] = sessionFiles(ws)
+      const approvals = jsonLines(file!).filter((l) => l["type"] === "approval")
+      assert.deepStrictEqual(approvals.map((a) => [a["toolCallId"], a["decision"], a["by"]]), [["b1", "approved", "remote"]])
+      assert.isNumber(approvals[0]!["askedAt"])
+      const again = await approveCli(runId, "b1", "y")
+      assert.strictEqual(again.code, 2)
+      assert.include(again.err, `run ${runId} has ended (stop): nothing to approve`)
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+
+  it("kill -9 in the middle of a batch: the same command again resumes the run, which completes paired", async () => {
+    const ws = makeWorkspace()
+    writeFileSync(join(ws, "a.txt"), "content of a\n")
+    const marker = uniqueSleep()
+    // the first attempt of the bash call sleeps (and is killed), the second one finishes
+    const command = `echo attempt >> count.txt; if [ "$(wc -l < count.txt)" -lt 2 ]; then sleep ${marker}; fi; echo finished`
+    const server = await scriptServer([
+      { calls: [{ id: "r1", name: "read", args: { path: "a.txt" } }, { id: "b1", name: "bash", args: { command } }] },
+      { text: "all done" }
+    ])
+    const args = ["run", "--durable", "--yes", ...providerFlags(server), "read and run"]
+    try {
+      const first = startCli(args, { cwd: ws, env: testEnv(ws) })
+      await first.waitFor("✓ read a.txt", 90_000)
+      assert.isTrue(await eventually(() => processesWith(marker).length > 0, 90_000), first.output())
+      first.child.kill("SIGKILL")
+      await first.exited
+      for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL")
+      const [file] = sessionFiles(ws)
+      const before = jsonLines(file!)
+      assert.isUndefined(before.find((l) => l["type"] === "run_end"), "the run did not end")
+
+      const second = startCli(args, { cwd: ws, env: testEnv(ws) })
+      const { code } = await second.exited
+      assert.strictEqual(code, 0, second.output() + second.stderr())
+      assert.include(second.output(), "↻ resuming the durable run")
+      assert.include(second.output(), "all done")
+      assert.strictEqual(sessionFiles(ws).length, 1, "the same session goes on")
+      assert.strictEqual(server.bodies.length, 2, "the journaled turn was not asked again")
+      assert.strictEqual(readFileSync(join(ws, "count.txt"), "utf8"), "attempt\nattempt\n", "the interrupted call ran again")
+
+      const lines = jsonLines(file!)
+      const ends = lines.filter((l) => l["type"] === "run_end")
+      assert.strictEqual(ends.length, 1)
+      assert.strictEqual(ends[0]!["reason"], "stop")
+      const loaded = await load(file!)
+      assert.strictEqual(loaded.repaired, 0, "every call has its result in the file")
+      const messages = loaded.messages
+      assert.deepStrictEqual(messages.map((m) => m.role), ["user", "assistant", "toolResult", "toolResult", "assistant"])
+      const bash = messages[3] as ToolResultMessage
+      assert.strictEqual(bash.toolCallId, "b1")
+      assert.include(JSON.stringify(bash.content), "finished")
+      const events: Array<LoopEvent> = [
+        ...messages.slice(1).map((m): LoopEvent =>
+          m.role === "assistant" ? { type: "assistant_message", message: m } : { type: "tool_end", result: m as ToolResultMessage }
+        ),
+        { type: "turn_end", reason: "stop", steps: ends[0]!["steps"] as number }
+      ]
+      assert.deepStrictEqual(
+        checkInvariants({ input: messages.slice(0, 1), result: { messages, reason: "stop", steps: ends[0]!["steps"] as number }, events }),
+        []
+      )
+    } finally {
+      for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL")
+      await server.close()
+    }
+  }, 240_000)
+
+  it("chat --durable in a terminal: the first answer wins, from this terminal or from agentloop approve in another", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([
+      { calls: [{ id: "c1", name: "bash", args: { command: "echo one > a.txt" } }] },
+      { calls: [{ id: "c2", name: "bash", args: { command: "echo two > b.txt" } }] },
+      { text: "all done" },
+      { calls: [{ id: "c3", name: "bash", args: { command: "echo three > c.txt" } }] }
+    ])
+    try {
+      const cli = startCli(["chat", "--durable", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+      await cli.waitFor("/help for commands", 90_000)
+      cli.write("make files\r")
+      await cli.waitFor("allow?", 90_000)
+      assert.match(cli.output(), /or from another terminal: agentloop approve \S+ c1 y\|n/)
+      let at = cli.output().length
+      cli.write("y\r")
+      await cli.waitFor(/agentloop approve (\S+) c2 y\|n/, 90_000, at)
+      await cli.waitFor("allow?", 90_000, at)
+      const runId = /agentloop approve (\S+) c2/.exec(cli.output().slice(at))![1]!
+      at = cli.output().length
+      const other = startCli(["approve", runId, "c2", "n", "use", "the", "other", "file"], { cwd: ws, env: testEnv(ws) })
+      assert.strictEqual((await other.exited).code, 0, other.stderr())
+      await cli.waitFor("bash c2: denied from another terminal", 90_000, at)
+      await cli.waitFor("all done", 90_000, at)
+      // Ctrl-C at a question aborts the run: the waiting call is answered skipped, the prompt comes back
+      at = cli.output().length
+      cli.write("one more\r")
+      await cli.waitFor("allow?", 90_000, at)
+      cli.write("\u0003")
+      await cli.waitFor("run ended: aborted", 90_000, at)
+      await cli.waitFor("> ", 90_000, cli.output().lastIndexOf("run ended: aborted"))
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exited).code, 0, cli.output())
+      assert.isFalse(existsSync(join(ws, "c.txt")), "the call waiting when Ctrl-C came did not run")
+      assert.strictEqual(server.bodies.length, 4, "no request after the abort")
+      assert.strictEqual(readFileSync(join(ws, "a.txt"), "utf8"), "one\n")
+      assert.isFalse(existsSync(join(ws, "b.txt")), "the call denied from the other terminal did not run")
+      const third = JSON.stringify(server.bodies[2]!.body["messages"])
+      assert.include(third, "the user denied this call: use the other file")
+      const [file] = sessionFiles(ws)
+      const lines = jsonLines(file!)
+      assert.deepStrictEqual(lines.filter((l) => l["type"] === "run_end").map((l) => l["reason"]), ["stop", "aborted"])
+      const loaded = await load(file!)
+      assert.strictEqual(loaded.repaired, 0)
+      const last = loaded.messages[loaded.messages.length - 1] as ToolResultMessage
+      assert.deepStrictEqual([last.toolCallId, (last.details as { reason?: string }).reason], ["c3", "aborted"])
+      const approvals = lines.filter((l) => l["type"] === "approval")
+      assert.deepStrictEqual(
+        approvals.map((a) => [a["toolCallId"], a["decision"], a["by"], a["reason"], typeof a["askedAt"]]),
+        [["c1", "approved", "user", undefined, "number"], ["c2", "denied", "remote", "use the other file", "number"]]
+      )
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+})
