@@ -9,7 +9,8 @@ import { EventSink } from "./EventSink.ts"
 import type { Executor } from "./Executor.ts"
 import { guardSink, runLoop } from "./internal/loop.ts"
 import type { Model } from "./Model.ts"
-import type { AgentLoopOptions, AgentRunResult } from "./Run.ts"
+import type { OutputInput } from "./Output.ts"
+import type { AgentLoopOptions, AgentRunResult, AnswerOf } from "./Run.ts"
 
 /**
  * Runs the agent loop until the model stops, the step limit is reached, the run is aborted or
@@ -23,12 +24,18 @@ import type { AgentLoopOptions, AgentRunResult } from "./Run.ts"
  * Events go to the `EventSink` in the context; without one the run works the same and its events
  * are dropped.
  *
+ * With an `output` schema (`Schema<A>`), the run ends `stop` only with an accepted final answer,
+ * and the result is an `AgentRunResult<A>` whose `output` is that answer, decoded.
+ *
  * @since 0.1.0
  * @category loop
  */
-export const runAgentLoop = (
-  options: AgentLoopOptions
-): Effect.Effect<AgentRunResult, never, Model | Executor> =>
+export const runAgentLoop: {
+  <S extends OutputInput<unknown>>(
+    options: AgentLoopOptions & { readonly output: S }
+  ): Effect.Effect<AgentRunResult<AnswerOf<S>>, never, Model | Executor>
+  (options: AgentLoopOptions): Effect.Effect<AgentRunResult, never, Model | Executor>
+} = (options: AgentLoopOptions): Effect.Effect<AgentRunResult, never, Model | Executor> =>
   Effect.flatMap(
     Effect.serviceOption(EventSink),
     (sink) => runLoop(options, Option.isSome(sink) ? guardSink(sink.value) : dropEvents, () => Effect.void)

@@ -6,7 +6,8 @@
 import { Deferred, Effect, Fiber, Queue, Stream } from "effect"
 import type { Scope } from "effect"
 import { guardSink, runLoop } from "./internal/loop.ts"
-import type { AgentLoopOptions, AgentRunResult } from "./Run.ts"
+import type { OutputInput } from "./Output.ts"
+import type { AgentLoopOptions, AgentRunResult, AnswerOf } from "./Run.ts"
 import { EventSink } from "./EventSink.ts"
 import type { Executor } from "./Executor.ts"
 import type { LoopEvent } from "./LoopEvent.ts"
@@ -21,12 +22,14 @@ import type { Model } from "./Model.ts"
  *   has a result (reason `aborted`, every call paired).
  * - `abort`: interrupts the run (as an outside interruption) and waits until it has ended.
  *
+ * `A` is the type of the final answer of a run with an `output` schema.
+ *
  * @since 0.1.0
  * @category models
  */
-export interface AgentRun {
+export interface AgentRun<A = unknown> {
   readonly events: Stream.Stream<LoopEvent>
-  readonly result: Effect.Effect<AgentRunResult>
+  readonly result: Effect.Effect<AgentRunResult<A>>
   readonly abort: Effect.Effect<void>
 }
 
@@ -37,9 +40,12 @@ export interface AgentRun {
  * @since 0.1.0
  * @category loop
  */
-export const startAgentLoop = (
-  options: AgentLoopOptions
-): Effect.Effect<AgentRun, never, Model | Executor | Scope.Scope> =>
+export const startAgentLoop: {
+  <S extends OutputInput<unknown>>(
+    options: AgentLoopOptions & { readonly output: S }
+  ): Effect.Effect<AgentRun<AnswerOf<S>>, never, Model | Executor | Scope.Scope>
+  (options: AgentLoopOptions): Effect.Effect<AgentRun, never, Model | Executor | Scope.Scope>
+} = (options: AgentLoopOptions): Effect.Effect<AgentRun, never, Model | Executor | Scope.Scope> =>
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<LoopEvent>()
     const done = yield* Deferred.make<AgentRunResult>()

@@ -49,14 +49,30 @@ export const batchStages = (
 }
 
 /**
+ * What running calls asked to keep should they be interrupted (`ToolContext.keepOnInterrupt`), by
+ * call. Only calls whose tool asked have an entry.
+ */
+const kept = new WeakMap<ToolCall, Readonly<Record<string, unknown>>>()
+
+const keep = (call: ToolCall, details: Readonly<Record<string, unknown>>): void => {
+  kept.set(call, { ...kept.get(call), ...details })
+}
+
+/** `details` with what the call asked to keep, if anything. */
+const withKept = (call: ToolCall, details: Readonly<Record<string, unknown>>): Readonly<Record<string, unknown>> => {
+  const extra = kept.get(call)
+  return extra === undefined ? details : { ...extra, ...details }
+}
+
+/**
  * The result of a call that started and was interrupted before it finished
- * (`details: { interrupted: true }`).
+ * (`details: { interrupted: true }`, plus what the tool asked to keep with `keepOnInterrupt`).
  *
  * @since 0.1.0
  * @category batch
  */
 export const interruptedResult = (call: ToolCall): ToolResultMessage =>
-  errorResult(call, "Tool call was interrupted before it finished.", { interrupted: true })
+  errorResult(call, "Tool call was interrupted before it finished.", withKept(call, { interrupted: true }))
 
 /**
  * The result of a call the policy (or a person) denied: skipped with reason `denied`, and the
@@ -75,16 +91,18 @@ export const deniedResult = (call: ToolCall, reason: string | undefined): ToolRe
     })
 
 /**
- * The result of a call stopped at its time limit (`details: { timedOut: true, timeoutMs }`).
+ * The result of a call stopped at its time limit (`details: { timedOut: true, timeoutMs }`, plus
+ * what the tool asked to keep with `keepOnInterrupt`).
  *
  * @since 0.1.0
  * @category batch
  */
 export const timedOutResult = (call: ToolCall, timeout: Duration.Duration): ToolResultMessage =>
-  errorResult(call, `Tool "${call.name}" timed out after ${Duration.format(timeout)} and was stopped.`, {
-    timedOut: true,
-    timeoutMs: Duration.toMillis(timeout)
-  })
+  errorResult(
+    call,
+    `Tool "${call.name}" timed out after ${Duration.format(timeout)} and was stopped.`,
+    withKept(call, { timedOut: true, timeoutMs: Duration.toMillis(timeout) })
+  )
 
 /**
  * Turns everything an execution can do (succeed, fail, die, throw, be interrupted) into the
@@ -111,7 +129,8 @@ export const resultOfExit = (call: ToolCall, exit: Exit.Exit<unknown, unknown>):
  * Runs one call through an executor and answers it, whatever happens: the call gets its own
  * `AbortSignal` (fired before the tool's own interrupt finalizers), its progress becomes
  * `tool_progress` events (ignored once it ended), a `timeout` stops it with the timed-out result,
- * and a failure, defect or interruption becomes an error result (see `resultOfExit`). `extra`
+ * and a failure, defect or interruption becomes an error result (see `resultOfExit`); what the
+ * tool gives `keepOnInterrupt` joins the details of an interrupted or timed-out result. `extra`
  * adds fields to the tool's context (a durable engine's `idempotencyKey`).
  *
  * @since 0.1.0
@@ -133,7 +152,8 @@ export const runToolCall = (
       toolName: call.name,
       ...(extra?.idempotencyKey === undefined ? {} : { idempotencyKey: extra.idempotencyKey }),
       reportProgress: (progress) =>
-        Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress }))
+        Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress })),
+      keepOnInterrupt: (details) => keep(call, details)
     }
     const started = Effect.suspend(() => {
       const effect: unknown = executor.execute(call, context)

@@ -24,6 +24,9 @@ const AbortSignalSchema = Schema.declare((u: unknown): u is AbortSignal => u ins
  * - `idempotencyKey`, when the engine gives one, is the same every time this very call is run
  *   (a durable engine runs a call again after a crash: a tool with outside effects can use the key
  *   to do them once). The in-memory loop runs a call once and gives none.
+ * - `keepOnInterrupt(details)`, when the engine gives it: fields added to the `details` of this
+ *   call's result should the call be interrupted or time out (a sub-agent keeps its child's
+ *   transcript this way). Later calls add to earlier ones.
  *
  * @since 0.1.0
  * @category schemas
@@ -36,7 +39,11 @@ export const ToolContext = Schema.Struct({
   ),
   toolCallId: Schema.String,
   toolName: Schema.String,
-  idempotencyKey: Schema.optionalKey(Schema.String)
+  idempotencyKey: Schema.optionalKey(Schema.String),
+  keepOnInterrupt: Schema.optionalKey(Schema.declare(
+    (u: unknown): u is (details: Readonly<Record<string, unknown>>) => void => typeof u === "function",
+    { expected: "a function" }
+  ))
 })
 /**
  * @since 0.1.0

@@ -10,7 +10,8 @@
  *   `assistant_message` event stands for it (an invalid final message is never shown as if it
  *   were part of the transcript).
  * - `approval_request` carries the `Deferred` the caller completes to answer it (see Policy.ts).
- * - `user_message` announces a steering or follow-up message as it joins the transcript.
+ * - `user_message` announces a steering or follow-up message as it joins the transcript, and the
+ *   loop's own request for a final answer (`kind: "repair"`, see Output.ts).
  *
  * @since 0.1.0
  */
@@ -57,7 +58,8 @@ export const LoopEvent = Schema.Union([
   Schema.Struct({
     type: Schema.Literal("user_message"),
     message: UserMessage,
-    kind: Schema.Literals(["steering", "followUp"])
+    /** `repair`: the loop's own request for the final answer, after a turn that ended without one. */
+    kind: Schema.Literals(["steering", "followUp", "repair"])
   }),
   Schema.Struct({
     type: Schema.Literal("turn_end"),

@@ -10,6 +10,8 @@ import { positiveDuration } from "./internal/common.ts"
 import { AbortSignalSchema } from "./Executor.ts"
 import { RunReason } from "./LoopEvent.ts"
 import { Message, Usage, UserMessage } from "./Message.ts"
+import { isOutputInput } from "./Output.ts"
+import type { OutputInput, OutputSchema } from "./Output.ts"
 import type { ToolPolicy } from "./Policy.ts"
 
 const isFunction = (u: unknown): u is (...args: ReadonlyArray<never>) => unknown => typeof u === "function"
@@ -75,9 +77,28 @@ export const AgentLoopOptions = Schema.Struct({
       (u: unknown): u is (messages: ReadonlyArray<Message>) => Effect.Effect<ReadonlyArray<Message>> => isFunction(u),
       { expected: "a function from messages to an Effect of messages" }
     )
-  )
+  ),
+  /**
+   * The final answer's schema: an effect `Schema` or an `OutputSchema` (see Output.ts). The model
+   * gives the answer by calling the built-in final-answer tool; the run ends `stop` with the decoded
+   * answer in `output` once one is accepted.
+   */
+  output: Schema.optionalKey(
+    Schema.declare((u: unknown): u is OutputInput<unknown> => isOutputInput(u), {
+      expected: "an effect Schema or an OutputSchema"
+    })
+  ),
+  /**
+   * How many rejected final answers (invalid, not alone in their message, or a turn that ended
+   * without one) are sent back to the model for repair before the run ends `error`. Default
+   * `DEFAULT_OUTPUT_RETRIES` (2).
+   */
+  outputRetries: Schema.optionalKey(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
 })
 /**
+ * The options of a run. With `output: Schema<A>` (or an `OutputSchema<A>`), the run's result is an
+ * `AgentRunResult<A>`.
+ *
  * @since 0.1.0
  * @category models
  */
@@ -105,11 +126,33 @@ export const AgentRunResult = Schema.Struct({
    * `rate_limit`, `context_length`, ...): lets a caller tell a rate limit from a bad key.
    */
   errorReason: Schema.optionalKey(ModelErrorReason),
-  /** Token usage summed over the run's turns (present when any turn reported usage). */
-  usage: Schema.optionalKey(Usage)
+  /**
+   * Token usage summed over the run's turns, and over the runs of its sub-agents (present when any
+   * reported usage).
+   */
+  usage: Schema.optionalKey(Usage),
+  /**
+   * The decoded final answer, for a run with an `output` schema: present exactly when the run ended
+   * `stop`, which such a run does only once an answer was accepted.
+   */
+  output: Schema.optionalKey(Schema.Unknown)
 })
 /**
+ * What a run gives back. `A` is the type of the final answer of a run with an `output` schema
+ * (`unknown` when not known; `never` for a run without one).
+ *
  * @since 0.1.0
  * @category models
  */
-export type AgentRunResult = typeof AgentRunResult.Type
+export interface AgentRunResult<A = unknown> extends Omit<typeof AgentRunResult.Type, "output"> {
+  readonly output?: A
+}
+
+/**
+ * The type of the final answer that an `output` option asks for: `A` for a `Schema<A>` or an
+ * `OutputSchema<A>`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type AnswerOf<S> = S extends OutputSchema<infer A> ? A : S extends Schema.Top ? S["Type"] : unknown

@@ -1,11 +1,13 @@
 /**
  * `checkInvariants`: every violation of the three invariants of SPEC §1 (and of the bookkeeping
- * around them) found in a run's result, its events and the requests the model saw.
+ * around them) found in a run's result, its events and the requests the model saw, and in the runs
+ * of its sub-agents: each child's transcript (in its result's `details`) and its events (in the
+ * parent's `tool_progress` events, by path) are checked the same way, down the whole tree.
  *
  * @since 0.1.0
  */
-import { pairingViolations, toolCallsOf } from "@agentloop/core"
-import type { AgentRunResult, AssistantMessage, LoopEvent, Message, ModelRequest } from "@agentloop/core"
+import { isSubAgentEvent, pairingViolations, subAgentRunOf, toolCallsOf } from "@agentloop/core"
+import type { AgentRunResult, AssistantMessage, LoopEvent, Message, ModelRequest, SubAgentRun } from "@agentloop/core"
 
 /**
  * One broken rule: `1` the final message of a turn appended exactly once, `2` every call answered
@@ -36,12 +38,77 @@ export interface RunRecord {
 }
 
 /**
- * Every violation found; an empty array means the run kept its invariants.
+ * Every violation found; an empty array means the run, and every sub-agent run under it, kept its
+ * invariants. A sub-agent's violations say which run they are in (`sub-agent researcher (call c1):`).
  *
  * @since 0.1.0
  * @category checks
  */
-export const checkInvariants = (record: RunRecord): ReadonlyArray<InvariantViolation> => {
+export const checkInvariants = (record: RunRecord): ReadonlyArray<InvariantViolation> => [
+  ...checkRun(record),
+  ...checkSubAgents(record.result?.messages, record.events)
+]
+
+/** One sub-agent run of the tree: where it is, what it kept, what it emitted. */
+interface Child {
+  readonly path: ReadonlyArray<string>
+  readonly label: string
+  readonly run: SubAgentRun
+}
+
+const samePath = (a: ReadonlyArray<string>, b: ReadonlyArray<{ readonly toolCallId: string }>): boolean =>
+  a.length === b.length && a.every((id, i) => b[i]!.toolCallId === id)
+
+/** The sub-agent runs whose transcripts are in `messages` (and theirs, down the tree). */
+const childrenOf = (messages: ReadonlyArray<Message>, path: ReadonlyArray<string>, label: string): Array<Child> =>
+  messages.flatMap((message) => {
+    if (message.role !== "toolResult") return []
+    const run = subAgentRunOf(message.details)
+    if (run === undefined) return []
+    const here = [...path, message.toolCallId]
+    const name = `${label}sub-agent ${run.agent} (call ${message.toolCallId})`
+    return [{ path: here, label: name, run }, ...childrenOf(run.messages, here, `${name} > `)]
+  })
+
+/**
+ * The sub-agent runs of a run: their kept transcripts checked with their own events (those of the
+ * parent's events whose path is theirs), and every run seen in the events found in a transcript.
+ */
+const checkSubAgents = (
+  messages: ReadonlyArray<Message> | undefined,
+  events: ReadonlyArray<LoopEvent>
+): Array<InvariantViolation> => {
+  const progress = events.flatMap((event) =>
+    event.type === "tool_progress" && isSubAgentEvent(event.progress) && event.progress.path[0]?.toolCallId === event.toolCallId ?
+      [event.progress] :
+      []
+  )
+  if (messages === undefined) return []
+  const children = childrenOf(messages, [], "")
+  const violations: Array<InvariantViolation> = []
+  for (const child of children) {
+    const own = progress.flatMap((p) => samePath(child.path, p.path) ? [p.event] : [])
+    const { agent: _, output: __, ...result } = child.run
+    for (const v of checkRun({ input: child.run.messages.slice(0, 1), result: result as AgentRunResult, events: own })) {
+      violations.push({ invariant: v.invariant, message: `${child.label}: ${v.message}` })
+    }
+  }
+  const seen = new Set<string>()
+  for (const p of progress) {
+    const key = JSON.stringify(p.path.map((step) => step.toolCallId))
+    if (seen.has(key)) continue
+    seen.add(key)
+    if (!children.some((child) => samePath(child.path, p.path))) {
+      violations.push({
+        invariant: "consistency",
+        message: `the sub-agent run at ${key} emitted events but its transcript is in no result's details`
+      })
+    }
+  }
+  return violations
+}
+
+const checkRun = (record: RunRecord): ReadonlyArray<InvariantViolation> => {
   const violations: Array<InvariantViolation> = []
   const add = (invariant: InvariantViolation["invariant"], message: string) => violations.push({ invariant, message })
   const { events, requests, result, input } = record

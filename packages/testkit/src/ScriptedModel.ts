@@ -9,7 +9,7 @@
  * @since 0.1.0
  */
 import { Data, Effect, Layer, Stream } from "effect"
-import { Model, ModelError } from "@agentloop/core"
+import { FINAL_ANSWER_TOOL, Model, ModelError } from "@agentloop/core"
 import type { AssistantMessage, ModelEvent, ModelRequest, ToolCall, Usage } from "@agentloop/core"
 
 /**
@@ -141,6 +141,20 @@ export const turn = {
       Stream.fromIterable(pieces.map((delta): ModelEvent => ({ type: "text_delta", delta }))),
       Stream.never
     ),
+  /**
+   * A final answer: one call of the final-answer tool (`final_answer` unless `name` says) with
+   * `answer` as its arguments, alone in its message. For an output schema that is not an object,
+   * give `{ value: answer }`.
+   */
+  finalAnswer: (
+    id: string,
+    answer: Record<string, unknown>,
+    options: { readonly name?: string | undefined; readonly usage?: Usage | undefined } = {}
+  ): ScriptedTurn =>
+    fixed(streamOf(assistant("toolUse", {
+      calls: [toolCall(id, options.name ?? FINAL_ANSWER_TOOL, answer)],
+      usage: options.usage
+    }))),
   /** Any stream, built from the request. */
   custom: (f: ScriptedTurn): ScriptedTurn => f
 } as const

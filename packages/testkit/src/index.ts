@@ -10,10 +10,11 @@ export * from "./Invariants.ts"
 export * from "./RecordingSink.ts"
 export * from "./ScriptedModel.ts"
 export * from "./ScriptedRun.ts"
+export * from "./ScriptedSubAgent.ts"
 
 /**
- * The script-writing helpers as a namespace: `Script.user`, `Script.turn`, `Script.toolCall`,
- * `Script.assistant`.
+ * The script-writing helpers as a namespace: `Script.user`, `Script.turn` (with
+ * `Script.turn.finalAnswer`), `Script.toolCall`, `Script.assistant`, `Script.subAgent`.
  *
  * @since 0.1.0
  * @category namespaces

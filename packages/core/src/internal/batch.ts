@@ -38,6 +38,8 @@ export interface BatchSettings {
   readonly approvalTimeout: Duration.Duration | undefined
   /** Make a span per call (a tracing backend is installed). */
   readonly traced: boolean
+  /** The name of the run's final-answer tool, if it has an output schema: its calls skip the policy. */
+  readonly finalAnswer: string | undefined
 }
 
 /** The call's span, `agentloop.tool`, with its outcome. */
@@ -69,7 +71,7 @@ export const runBatch = (
 
   const approve = (call: ToolCall): Effect.Effect<ApprovalAnswer> =>
     Effect.suspend(() => {
-      if (policy === undefined) return Effect.succeed({ approved: true })
+      if (policy === undefined || call.name === settings.finalAnswer) return Effect.succeed({ approved: true })
       return Effect.flatMap(decide(policy, call, definitions.get(call.name)), (decision) => {
         if (decision._tag === "Allow") return Effect.succeed({ approved: true })
         if (decision._tag === "Deny") return Effect.succeed({ approved: false, reason: decision.reason })

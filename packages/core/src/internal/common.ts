@@ -3,6 +3,7 @@
  */
 import { Cause, Duration, Effect, Inspectable, Option } from "effect"
 import type { LoopEvent } from "../LoopEvent.ts"
+import type { Usage } from "../Message.ts"
 
 /** An already guarded `EventSink.emit`: never fails, never dies. */
 export type Emit = (event: LoopEvent) => Effect.Effect<void>
@@ -53,4 +54,18 @@ export const awaitAbort = (signal: AbortSignal): Effect.Effect<void> =>
 export const positiveDuration = (u: unknown): Duration.Duration | undefined => {
   const duration = Duration.fromInput(u as Duration.Input)
   return Option.isSome(duration) && Duration.isGreaterThan(duration.value, Duration.zero) ? duration.value : undefined
+}
+
+/**
+ * The usage of the sub-agent run a tool result's `details` carry (`{ subAgent: { usage } }`, see
+ * SubAgent.ts), to add to the parent run's usage; `undefined` for any other details.
+ */
+export const subAgentUsageOf = (details: unknown): Usage | undefined => {
+  if (typeof details !== "object" || details === null) return undefined
+  const run: unknown = (details as { readonly subAgent?: unknown }).subAgent
+  if (typeof run !== "object" || run === null) return undefined
+  const usage: unknown = (run as { readonly usage?: unknown }).usage
+  if (typeof usage !== "object" || usage === null) return undefined
+  const { input, output } = usage as { readonly input?: unknown; readonly output?: unknown }
+  return typeof input === "number" && typeof output === "number" ? usage as Usage : undefined
 }

@@ -221,7 +221,7 @@ export const isRunSettingsFast = (u: unknown): boolean => {
       (u.signal instanceof AbortSignal || !("signal" in u)) &&
       // the control options are rare: when one is given, the schema decides
       !("policy" in u) && !("steering" in u) && !("followUps" in u) && !("transformContext" in u) &&
-      !("timeout" in u) && !("approvalTimeout" in u)
+      !("timeout" in u) && !("approvalTimeout" in u) && !("output" in u) && !("outputRetries" in u)
   } catch {
     return false
   }

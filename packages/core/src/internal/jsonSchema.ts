@@ -363,3 +363,127 @@ export const makeArgumentsCheck = (schema: unknown): (value: unknown) => Readonl
     return issues.map(formatIssue)
   }
 }
+
+// -----------------------------------------------------------------------------
+// Schemas from outside (a JSON Schema file for a run's final answer)
+// -----------------------------------------------------------------------------
+
+/** Keywords that constrain a value but that `compileSchema` does not check: refused, never ignored. */
+const unsupportedKeywords: Record<string, string> = {
+  $ref: "references ($ref) are not supported: inline the referenced schema",
+  $dynamicRef: "references ($dynamicRef) are not supported: inline the referenced schema",
+  $recursiveRef: "references ($recursiveRef) are not supported: inline the referenced schema",
+  if: "conditionals (if/then/else) are not supported",
+  then: "conditionals (if/then/else) are not supported",
+  else: "conditionals (if/then/else) are not supported",
+  dependentSchemas: "dependentSchemas is not supported",
+  dependentRequired: "dependentRequired is not supported",
+  dependencies: "dependencies is not supported",
+  contains: "contains is not supported",
+  minContains: "minContains is not supported",
+  maxContains: "maxContains is not supported",
+  minProperties: "minProperties is not supported",
+  maxProperties: "maxProperties is not supported",
+  unevaluatedItems: "unevaluatedItems is not supported",
+  unevaluatedProperties: "unevaluatedProperties is not supported (use additionalProperties)",
+  additionalItems: "additionalItems is not supported (use prefixItems and items)"
+}
+
+const knownTypes = new Set(Object.keys(typeOk))
+
+const pointer = (path: ReadonlyArray<string | number>): string =>
+  `#${path.map((p) => `/${String(p).replaceAll("~", "~0").replaceAll("/", "~1")}`).join("")}`
+
+/** What is wrong with a JSON Schema given from outside, at a JSON Pointer into it. */
+export interface SchemaProblem {
+  readonly path: string
+  readonly message: string
+}
+
+/**
+ * The first reason why `schema` cannot be checked exactly as written, if any: a keyword that
+ * constrains values but that `compileSchema` does not implement, a malformed keyword value, or a
+ * `pattern` that is not a valid regular expression. Keywords it does not know otherwise are
+ * annotations (`title`, `format`, `examples`, `x-…`), as JSON Schema says.
+ */
+export const unsupportedSchema = (
+  schema: unknown,
+  path: Array<string | number> = []
+): SchemaProblem | undefined => {
+  const problem = (message: string, at: ReadonlyArray<string | number> = path): SchemaProblem => ({
+    path: pointer(at),
+    message
+  })
+  if (typeof schema === "boolean") return undefined
+  if (!isObject(schema)) return problem(`a schema must be an object or a boolean, got ${show(schema)}`)
+  for (const key of Object.keys(schema)) {
+    const why = unsupportedKeywords[key]
+    if (why !== undefined) return problem(why, [...path, key])
+  }
+  const type = schema["type"]
+  if (type !== undefined) {
+    const types = Array.isArray(type) ? type : [type]
+    for (const t of types) {
+      if (typeof t !== "string" || !knownTypes.has(t)) {
+        return problem(`unknown type ${show(t)} (expected one of ${[...knownTypes].join(", ")})`, [...path, "type"])
+      }
+    }
+  }
+  for (const key of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"]) {
+    if (key in schema && typeof schema[key] !== "number") {
+      return problem(`${key} must be a number, got ${show(schema[key])}`, [...path, key])
+    }
+  }
+  for (const key of ["minLength", "maxLength", "minItems", "maxItems"]) {
+    const value = schema[key]
+    if (key in schema && !(typeof value === "number" && Number.isInteger(value) && value >= 0)) {
+      return problem(`${key} must be a non-negative integer, got ${show(value)}`, [...path, key])
+    }
+  }
+  const patterns: Array<[string, ReadonlyArray<string | number>]> = []
+  if ("pattern" in schema) {
+    if (typeof schema["pattern"] !== "string") return problem("pattern must be a string", [...path, "pattern"])
+    patterns.push([schema["pattern"], [...path, "pattern"]])
+  }
+  if ("required" in schema) {
+    const required = schema["required"]
+    if (!Array.isArray(required) || !required.every((k) => typeof k === "string")) {
+      return problem("required must be an array of strings", [...path, "required"])
+    }
+  }
+  if ("enum" in schema && !Array.isArray(schema["enum"])) return problem("enum must be an array", [...path, "enum"])
+  if ("items" in schema && Array.isArray(schema["items"])) {
+    return problem("items as an array (draft-07 tuples) is not supported: use prefixItems", [...path, "items"])
+  }
+  const subschemas: Array<[unknown, Array<string | number>]> = []
+  for (const key of ["items", "additionalProperties", "not", "propertyNames"]) {
+    if (key in schema) subschemas.push([schema[key], [...path, key]])
+  }
+  for (const key of ["prefixItems", "allOf", "anyOf", "oneOf"]) {
+    if (!(key in schema)) continue
+    const members = schema[key]
+    if (!Array.isArray(members)) return problem(`${key} must be an array of schemas`, [...path, key])
+    members.forEach((member, i) => subschemas.push([member, [...path, key, i]]))
+  }
+  for (const key of ["properties", "patternProperties"]) {
+    if (!(key in schema)) continue
+    const members = schema[key]
+    if (!isObject(members)) return problem(`${key} must be an object of schemas`, [...path, key])
+    for (const [name, member] of Object.entries(members)) {
+      if (key === "patternProperties") patterns.push([name, [...path, key, name]])
+      subschemas.push([member, [...path, key, name]])
+    }
+  }
+  for (const [source, at] of patterns) {
+    try {
+      new RegExp(source, "u")
+    } catch {
+      return problem(`${show(source)} is not a valid regular expression`, at)
+    }
+  }
+  for (const [sub, at] of subschemas) {
+    const found = unsupportedSchema(sub, at)
+    if (found !== undefined) return found
+  }
+  return undefined
+}

@@ -24,9 +24,12 @@ import { streamTurn } from "../Turn.ts"
 import type { TurnEnding } from "../Turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
-import { describeCause, positiveDuration } from "./common.ts"
+import { describeCause, positiveDuration, subAgentUsageOf } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
+import { makeAnswerState, nameTaken, overLimit, repairAfterText, startTurn } from "./output.ts"
+import type { AnswerState } from "./output.ts"
+import { DEFAULT_OUTPUT_RETRIES, isAcceptedAnswer, toOutputSchema } from "../Output.ts"
 
 /** How the run ended, before it is turned into the result and the `turn_end` event. */
 type Outcome = TurnEnding
@@ -42,6 +45,8 @@ interface RunState {
   unanswered: ReadonlyArray<ToolCall>
   /** Usage summed over the turns that reported it; undefined while none has. */
   usage: { input: number; output: number; cacheRead: number; cacheWrite: number; cost?: number } | undefined
+  /** The accepted final answer of a run with an `output` schema (set as the run ends `stop`). */
+  output: { readonly value: unknown } | undefined
 }
 
 const addUsage = (state: RunState, usage: Usage | undefined) => {
@@ -55,9 +60,15 @@ const addUsage = (state: RunState, usage: Usage | undefined) => {
   state.usage = sum
 }
 
-/** Appends results (in the order given) and marks the open turn answered. Synchronous: never split. */
+/**
+ * Appends results (in the order given) and marks the open turn answered. Synchronous: never split.
+ * A sub-agent's result adds the usage of its run (and of its own sub-agents) to the run's.
+ */
 const appendResults = (state: RunState, results: ReadonlyArray<ToolResultMessage>) => {
-  for (const result of results) state.transcript.push(result)
+  for (const result of results) {
+    state.transcript.push(result)
+    if (result.details !== undefined) addUsage(state, subAgentUsageOf(result.details))
+  }
   state.unanswered = []
 }
 
@@ -120,7 +131,7 @@ const appendUserMessages = (
   state: RunState,
   emit: Emit,
   messages: ReadonlyArray<UserMessage>,
-  kind: "steering" | "followUp"
+  kind: "steering" | "followUp" | "repair"
 ) =>
   Effect.uninterruptible(Effect.suspend(() => {
     for (const message of messages) state.transcript.push(message)
@@ -200,6 +211,14 @@ const drive = (
     const prepared = prepareTranscript(options.messages)
     if (!prepared.ok) return { reason: "error", error: `bad input: ${prepared.error}` }
     const last = prepared.value.at(-1)
+    if (last?.role === "toolResult" && last.details !== undefined && !last.isError && isAcceptedAnswer(last.details)) {
+      // the run that made it ended with its answer: as with the model's last word, there is nothing to answer
+      return {
+        reason: "error",
+        error: `bad input: the messages end with an accepted final answer (messages[${prepared.value.length - 1}], ` +
+          `tool "${last.toolName}"): there is nothing to answer; append a user message to go on`
+      }
+    }
     if (last?.role === "assistant") {
       // the model has had the last word: asking again would resend its answer as the prompt
       return {
@@ -209,16 +228,25 @@ const drive = (
       }
     }
     state.transcript = prepared.value
+    // a run with an output schema answers the final-answer tool itself, beside the executor's tools
+    let answers: AnswerState | undefined
+    if (options.output !== undefined) {
+      const output = yield* Effect.exit(Effect.try(() => toOutputSchema(options.output!)))
+      if (Exit.isFailure(output)) return { reason: "error", error: `bad input: output: ${describeCause(output.cause)}` }
+      answers = makeAnswerState(output.value, options.outputRetries ?? DEFAULT_OUTPUT_RETRIES, executor)
+    }
+    const tools = answers === undefined ? executor : answers.executor
     // the definitions the executor offers; read once per turn (an executor may change them between
     // turns, e.g. an MCP server whose tools changed, never during a batch) and checked when new
-    let definitions = executor.definitions
-    const definitionError = checkDefinitions(definitions)
+    let definitions = tools.definitions
+    const definitionError = (answers === undefined ? undefined : nameTaken(answers, definitions)) ??
+      checkDefinitions(definitions)
     if (definitionError !== undefined) return { reason: "error", error: definitionError }
 
     const { signal, systemPrompt, steering, followUps, transformContext } = options
     const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS
     const batch: BatchSettings = {
-      executor,
+      executor: tools,
       emit,
       signal,
       policy: options.policy,
@@ -227,7 +255,8 @@ const drive = (
       concurrency: yield* ToolConcurrency,
       defaultTimeout: yield* ToolTimeout,
       approvalTimeout: options.approvalTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.approvalTimeout),
-      traced: yield* tracingBackend
+      traced: yield* tracingBackend,
+      finalAnswer: answers?.output.name
     }
     while (true) {
       if (signal?.aborted) return { reason: "aborted" }
@@ -245,9 +274,9 @@ const drive = (
         if (!shaped.ok) return { reason: "error", error: shaped.error }
         messages = shaped.messages
       }
-      const current = executor.definitions
+      const current = tools.definitions
       if (current !== definitions) {
-        const changed = checkDefinitions(current)
+        const changed = (answers === undefined ? undefined : nameTaken(answers, current)) ?? checkDefinitions(current)
         if (changed !== undefined) return { reason: "error", error: changed }
         definitions = current
         batch.definitions = new Map(current.map((d) => [d.name, d]))
@@ -289,10 +318,27 @@ const drive = (
             yield* appendUserMessages(state, emit, more, "followUp")
             continue
           }
+          if (answers !== undefined) {
+            // a run with an output schema ends only with an accepted answer: ask for it, a bounded number of times
+            const repair = repairAfterText(answers)
+            if (repair === undefined) return { reason: "error", error: overLimit(answers) }
+            yield* appendUserMessages(state, emit, [repair], "repair")
+            continue
+          }
         }
         return { reason: decision.reason, error: decision.error }
       }
+      if (answers !== undefined) startTurn(answers, calls)
       yield* runBatch(batch, calls, (results) => appendResults(state, results))
+      if (answers !== undefined) {
+        if (answers.accepted !== undefined) {
+          if (signal?.aborted) return { reason: "aborted" }
+          state.output = { value: answers.accepted.value }
+          return { reason: "stop" }
+        }
+        const over = overLimit(answers)
+        if (over !== undefined) return { reason: "error", error: over }
+      }
     }
   })
 
@@ -353,7 +399,7 @@ export const runLoop = (
     Effect.gen(function*() {
       const model = yield* Model
       const executor = yield* Executor
-      const state: RunState = { transcript: [], steps: 0, unanswered: [], usage: undefined }
+      const state: RunState = { transcript: [], steps: 0, unanswered: [], usage: undefined, output: undefined }
       const deadline = deadlineOf(options)
       const exit = yield* Effect.exit(restore(
         deadline === undefined ?
@@ -377,7 +423,8 @@ export const runLoop = (
         reason: outcome.reason,
         ...error,
         ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
-        ...(state.usage === undefined ? {} : { usage: state.usage })
+        ...(state.usage === undefined ? {} : { usage: state.usage }),
+        ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.value })
       }
       yield* Effect.annotateCurrentSpan({
         "agentloop.reason": outcome.reason,
