@@ -6,11 +6,20 @@
  */
 import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore, Stream } from "effect"
 import type { Duration } from "effect"
-import { allow, ask as askDecision, callbackSinkLayer, Model, parseTranscript, startAgentLoop } from "@agentloop/core"
+import {
+  allow,
+  ask as askDecision,
+  callbackSinkLayer,
+  Model,
+  outputSchemaFromJson,
+  parseTranscript,
+  startAgentLoop
+} from "@agentloop/core"
 import type {
   AgentRunResult,
   LoopEvent,
   Message,
+  OutputSchema,
   ToolCall,
   ToolPolicy,
   ToolResultMessage,
@@ -238,11 +247,19 @@ const lastCompaction = (log: SessionLog): CompactionState | undefined => {
 }
 
 /** Sets up everything `run` and `chat` share. */
-const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scope> =>
+const makeAgent = (
+  flags: AgentFlags,
+  options: {
+    /** The final answer's schema (`run --output-schema`): stdout is kept for the answer, the rest goes to stderr. */
+    readonly output?: OutputSchema<unknown> | undefined
+  } = {}
+): Effect.Effect<Agent, CliError, Scope.Scope> =>
   Effect.gen(function*() {
     const root = yield* workspaceOf(flags.workspace)
     const scope = yield* Effect.scope
-    const style = makeStyle(wantsColor(process.stdout.isTTY, process.env))
+    // what the run shows goes to stdout, or to stderr when stdout is kept for a typed answer
+    const display = options.output === undefined ? process.stdout : process.stderr
+    const style = makeStyle(wantsColor(display.isTTY, process.env))
     const errStyle = makeStyle(wantsColor(process.stderr.isTTY, process.env))
     // the controller decides when the output is gone; nothing is written after that
     let controllerRef: Controller | undefined
@@ -250,7 +267,7 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
       if (controllerRef?.outputClosed() === true || stream.destroyed) return
       stream.write(text)
     }
-    const out = safeWrite(process.stdout)
+    const out = safeWrite(display)
     const err = safeWrite(process.stderr)
     const controller = yield* installController((text) => out(`${style.yellow(text)}\n`))
     controllerRef = controller
@@ -269,7 +286,7 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
         new CliError(e._tag === "PlatformError" ? `cannot open the workspace ${root}: ${e.message}` : e.message)
       )
     )
-    const renderer = yield* makeRenderer({ write: out, style, live: process.stdout.isTTY === true, columns: process.stdout.columns })
+    const renderer = yield* makeRenderer({ write: out, style, live: display.isTTY === true, columns: display.columns })
     const input = yield* makeLineInput(controller)
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${message.split("\n")[0]}`)}\n`)
 
@@ -379,7 +396,8 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
           reason: result.reason,
           steps: result.steps,
           ...(result.error === undefined ? {} : { error: result.error }),
-          ...(result.usage === undefined ? {} : { usage: result.usage })
+          ...(result.usage === undefined ? {} : { usage: result.usage }),
+          ...(result.output === undefined ? {} : { output: result.output })
         })
         out(`${style.dim(`  usage: ${describeUsage(result.usage)} · session: ${describeUsage(sessionUsage)}`)}\n`)
         return result
@@ -422,7 +440,8 @@ const makeAgent = (flags: AgentFlags): Effect.Effect<Agent, CliError, Scope.Scop
           messages: input,
           maxSteps: settings.maxSteps,
           policy,
-          transformContext: compactor.transform
+          transformContext: compactor.transform,
+          ...(options.output === undefined ? {} : { output: options.output })
         }).pipe(Effect.provide(Layer.mergeAll(model, sink)), Effect.provideContext(executor))
         controller.setRun(run.abort)
         if (controller.exitRequested()) yield* Effect.forkChild(run.abort)
@@ -768,9 +787,15 @@ const reportCliError = (e: CliError) =>
  * @since 0.1.0
  * @category commands
  */
-export const runCommand = (flags: AgentFlags & { readonly task: string }): Effect.Effect<void> =>
+export const runCommand = (
+  flags: AgentFlags & { readonly task: string; readonly outputSchema: Option.Option<string> }
+): Effect.Effect<void> =>
   Effect.scoped(Effect.gen(function*() {
     if (flags.task.trim().length === 0) return yield* Effect.fail(new CliError("the task is empty"))
+    const output = Option.isSome(flags.outputSchema) ? yield* readOutputSchema(flags.outputSchema.value) : undefined
+    if (output !== undefined && flags.durable) {
+      return yield* Effect.fail(new CliError("--output-schema cannot be used with --durable (durable runs have no typed answer yet)"))
+    }
     // --durable: the same command again resumes the run it started, when that was interrupted
     let sameTask = false
     if (flags.durable && !flags.continue && Option.isNone(flags.resume)) {
@@ -781,7 +806,7 @@ export const runCommand = (flags: AgentFlags & { readonly task: string }): Effec
         sameTask = true
       }
     }
-    const agent = yield* makeAgent(flags)
+    const agent = yield* makeAgent(flags, { output })
     const { style } = agent
     agent.out(`${style.bold("agentloop")} ${style.dim(`${agent.describe()} · ${agent.root} · session ${agent.sessionFile()}`)}\n`)
     let result = yield* agent.resumePending
@@ -791,12 +816,38 @@ export const runCommand = (flags: AgentFlags & { readonly task: string }): Effec
       process.exitCode = exit === undefined ? 1 : yield* exit
       return
     }
-    const code = exit !== undefined ? yield* exit : RUN_EXIT_CODES[result.reason]
+    let code = exit !== undefined ? yield* exit : RUN_EXIT_CODES[result.reason]
     if (result.reason !== "stop" && !agent.controller.outputClosed()) {
       agent.err(`run ended: ${result.reason}${result.error === undefined ? "" : ` (${stripControl(result.error)})`}`)
     }
+    if (output !== undefined && code === 0) {
+      // the typed answer, alone on stdout
+      if (result.output === undefined) {
+        agent.err("the run ended without a final answer")
+        code = 1
+      } else if (!agent.controller.outputClosed()) {
+        process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`)
+      }
+    }
     process.exitCode = code
   })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
+
+/** Reads `--output-schema FILE`: a JSON Schema the answer must satisfy; checked before anything runs. */
+const readOutputSchema = (file: string): Effect.Effect<OutputSchema<unknown>, CliError> =>
+  Effect.gen(function*() {
+    if (file.trim().length === 0) return yield* Effect.fail(new CliError("--output-schema is empty: give a JSON Schema file"))
+    const text = yield* Effect.try({
+      try: () => readFileSync(nodePath.resolve(file), "utf8"),
+      catch: (e) => new CliError(`--output-schema ${file}: cannot read it (${(e as { code?: string }).code ?? String(e)})`)
+    })
+    const json = yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: (e) => new CliError(`--output-schema ${file}: not valid JSON (${e instanceof Error ? e.message : String(e)})`)
+    })
+    return yield* outputSchemaFromJson(json).pipe(
+      Effect.mapError((e) => new CliError(`--output-schema ${file}: ${e.message}`))
+    )
+  })
 
 /** The latest session whose durable run of `task` did not end (a process killed or stopped while it ran). */
 const interruptedTask = (root: string, task: string) =>

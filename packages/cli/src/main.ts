@@ -291,7 +291,15 @@ const agentFlags = {
   )
 }
 
-const run = Command.make("run", { ...agentFlags, task: Argument.String("task") }, runCommand).pipe(
+const run = Command.make("run", {
+  ...agentFlags,
+  outputSchema: optionalString(
+    "output-schema",
+    "a JSON Schema file: the model gives its final answer as a value of that schema, printed alone as JSON on " +
+      "stdout (everything else goes to stderr); no valid answer: a non-zero exit"
+  ),
+  task: Argument.String("task")
+}, runCommand).pipe(
   Command.withDescription(
     "Run one task in the current folder and exit: 0 when the model finished, non-zero naming the reason otherwise. " +
       "Calls that change things ask first on a terminal; in a pipe they are denied unless --yes."
