@@ -7,7 +7,8 @@ import { Effect } from "effect"
 import { parseTranscript } from "@agentloop/core"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { buildTimeline, parseSessionText } from "../src/view/index.ts"
+import { echoTool, runScripted, scriptedSubAgent, toolCall, turn } from "@agentloop/testkit"
+import { buildTimeline, parseSessionText, renderPage } from "../src/view/index.ts"
 import type { Timeline } from "../src/view/index.ts"
 
 const fixture = (name: string) =>
@@ -339,4 +340,85 @@ describe("buildTimeline", () => {
     assert.strictEqual(timeline.totals.input, 500)
     assert.strictEqual(timeline.totals.output, 80)
   })
+})
+
+describe("sub-agent runs", () => {
+  /** A real run of core with a sub-agent calling its own sub-agent, saved as a plain transcript. */
+  const subAgentSession = Effect.gen(function*() {
+    const checker = yield* scriptedSubAgent({ name: "checker", script: [turn.text("checked: fine", { input: 5, output: 2 })] })
+    const researcher = yield* scriptedSubAgent({
+      name: "researcher",
+      tools: [echoTool("read"), checker.tool],
+      script: [
+        turn.toolCalls([toolCall("r1", "read", { path: "notes" }), toolCall("k1", "checker", { task: "check the notes" })]),
+        turn.text("The notes say 42.", { input: 20, output: 4 })
+      ]
+    })
+    const run = yield* runScripted(
+      [turn.toolCalls([toolCall("s1", "researcher", { task: "find the answer" })]), turn.text("It is 42.")],
+      { tools: [researcher.tool], messages: [{ role: "user", content: "what is the answer?" }] }
+    )
+    assert.deepStrictEqual(run.violations, [])
+    return run.result.messages
+  })
+
+  it.effect("each sub-agent's run is nested under the call that started it, its own sub-agents under its calls", () =>
+    Effect.gen(function*() {
+      const messages = yield* subAgentSession
+      const timeline = timelineOf(...messages)
+      const lane = timeline.runs[0]!.turns[0]!.lanes[0]!
+      assert.strictEqual(lane.toolCallId, "s1")
+      const researcher = lane.subAgent!
+      assert.deepStrictEqual(
+        [researcher.agent, researcher.task, researcher.reason, researcher.steps, researcher.turns.length],
+        ["researcher", "find the answer", "stop", 2, 2]
+      )
+      assert.deepStrictEqual(researcher.turns[0]!.lanes.map((l) => [l.toolCallId, l.name, l.status]), [
+        ["r1", "read", "ok"],
+        ["k1", "checker", "ok"]
+      ])
+      assert.strictEqual(researcher.turns[1]!.text, "The notes say 42.")
+      const checker = researcher.turns[0]!.lanes[1]!.subAgent!
+      assert.deepStrictEqual([checker.agent, checker.task, checker.steps, checker.turns[0]!.text], [
+        "checker",
+        "check the notes",
+        1,
+        "checked: fine"
+      ])
+      assert.isUndefined(researcher.turns[0]!.lanes[0]!.subAgent, "a plain call has no sub-agent")
+      assert.deepStrictEqual(violationsOf(timeline, "pairing"), [])
+      // the sub-agents' tokens count in the session's totals (the researcher's include the checker's)
+      assert.deepStrictEqual([timeline.totals.input, timeline.totals.output], [25, 6])
+      // the page nests them the same way
+      const html = renderPage(timeline, { file: "s.jsonl", version: "1" })
+      const outer = html.indexOf(`data-testid="subagent" data-agent="researcher"`)
+      const inner = html.indexOf(`data-testid="subagent" data-agent="checker"`)
+      assert.isTrue(outer > html.indexOf(`<code>s1</code>`) && inner > outer, "checker inside researcher, under call s1")
+      assert.include(html.slice(outer, inner), "find the answer")
+      assert.include(html.slice(inner), "checked: fine")
+    }))
+
+  it.effect("a child transcript that breaks pairing or its step count is a violation naming where it is", () =>
+    Effect.gen(function*() {
+      const messages = yield* subAgentSession
+      const broken = messages.map((m) => {
+        if (m.role !== "toolResult" || m.toolCallId !== "s1") return m
+        const sub = (m.details as { subAgent: { messages: ReadonlyArray<{ role: string; toolCallId?: string }>; steps: number } })
+          .subAgent
+        return {
+          ...m,
+          details: {
+            subAgent: { ...sub, steps: 3, messages: sub.messages.filter((c) => !(c.role === "toolResult" && c.toolCallId === "r1")) }
+          }
+        }
+      })
+      const timeline = timelineOf(...broken)
+      assert.deepStrictEqual(violationsOf(timeline, "pairing"), [
+        `run 1, turn 1: sub-agent researcher (call s1): messages[2]: expected the result for call "r1" (call order), found "k1"`,
+        `run 1, turn 1: sub-agent researcher (call s1): messages[2]: tool call "k1" has no result`
+      ])
+      assert.deepStrictEqual(violationsOf(timeline, "one-end-per-run"), [
+        "run 1, turn 1: sub-agent researcher (call s1): its result says 3 step(s), its transcript has 2 turn(s)"
+      ])
+    }))
 })

@@ -11,7 +11,7 @@
  */
 import type { Usage } from "@agentloop/core"
 import { createHash } from "node:crypto"
-import type { Compaction, Lane, LaneStatus, Run, Timeline, Turn } from "./Timeline.ts"
+import type { Compaction, Lane, LaneStatus, Run, SubAgentView, Timeline, Turn } from "./Timeline.ts"
 
 const escapeHtml = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : c === '"' ? "&quot;" : "&#39;")
@@ -134,7 +134,45 @@ const renderLane = (lane: Lane, turn: Turn, span: { start: number; length: numbe
       <pre class="args-full">${escapeHtml(clip(JSON.stringify(lane.arguments, null, 2), 4000))}</pre>
       ${result}
     </div>
-  </details>
+  </details>${lane.subAgent === undefined ? "" : renderSubAgent(lane.subAgent)}
+</div>`
+}
+
+/** A run with no markers, for the turns of a sub-agent. */
+const noMarkers: Run = {
+  index: 0,
+  prompt: "",
+  startedAt: undefined,
+  turns: [],
+  compactions: [],
+  modelChanges: [],
+  end: undefined,
+  runEnds: 0
+}
+
+/** A sub-agent's run, nested under the call that started it (its own sub-agents nested in turn). */
+const renderSubAgent = (view: SubAgentView): string => {
+  const tokens = view.usage === undefined ? "no usage reported" : usageText(view.usage)
+  const error = view.error === undefined ?
+    "" :
+    `<div class="error-text" data-testid="subagent-error">${escapeHtml(clip(view.error, 600))}</div>`
+  const output = view.output === undefined ?
+    "" :
+    `<details class="subagent-output"><summary>typed answer</summary><pre>${
+      escapeHtml(clip(JSON.stringify(view.output, null, 2) ?? "", 4000))
+    }</pre></details>`
+  const broken = view.violations.length === 0 ?
+    "" :
+    `<div class="error-text" data-testid="subagent-violations">${
+      view.violations.map((v) => escapeHtml(v.message)).join("<br>")
+    }</div>`
+  return `<div class="subagent" data-testid="subagent" data-agent="${escapeHtml(view.agent)}" data-reason="${view.reason}">
+  <div class="subagent-head">↳ sub-agent <b>${escapeHtml(view.agent)}</b>${badge(view.reason, reasonClass(view.reason))}
+    <span class="muted">${view.steps} step(s)</span><span class="spacer"></span>
+    <span class="tokens">${escapeHtml(tokens)}</span></div>
+  <div class="subagent-task">${escapeHtml(clip(view.task, 600))}</div>
+  ${error}${broken}${output}
+  ${view.turns.map((turn) => renderTurn(noMarkers, turn)).join("\n")}
 </div>`
 }
 
@@ -450,6 +488,11 @@ details.system summary { cursor: pointer; }
 .approval { font-size: 11.5px; padding: 1px 8px; border-radius: 999px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .approval.good { color: var(--good); background: var(--good-bg); } .approval.bad { color: var(--bad); background: var(--bad-bg); }
 .lane-detail { margin: 2px 6px 8px 26px; font-size: 12px; }
+.subagent { margin: 4px 0 8px 26px; padding: 6px 8px; border-left: 3px solid var(--model); background: #f8f9fc; }
+.subagent-head { display: flex; gap: 8px; align-items: baseline; font-size: 13px; }
+.subagent-task { color: var(--muted); font-size: 12px; margin: 2px 0 4px; white-space: pre-wrap; }
+.subagent .turn { margin-top: 6px; }
+.subagent-head .muted { color: var(--muted); }
 .lane-detail .kv span { color: var(--muted); margin-right: 4px; }
 .marker { margin: 12px 16px; padding: 6px 12px; border: 1px dashed var(--info); color: var(--info); border-radius: 8px; font-size: 12.5px; }
 .marker details summary { cursor: pointer; }

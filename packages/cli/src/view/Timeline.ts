@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { pairingViolations, toolCallsOf } from "@agentloop/core"
+import { pairingViolations, subAgentRunOf, toolCallsOf } from "@agentloop/core"
 import type { AssistantMessage, Message, RunReason, ToolResultMessage, Usage } from "@agentloop/core"
 import type { SessionHeader, SessionLine } from "./SessionFile.ts"
 
@@ -58,6 +58,32 @@ export interface Lane {
   readonly resultText: string | undefined
   /** Why the call was skipped, from the result's `details.reason`. */
   readonly skipReason: string | undefined
+  /** The run of the sub-agent this call started (from its result's `details.subAgent`), nested. */
+  readonly subAgent: SubAgentView | undefined
+}
+
+/**
+ * A sub-agent's run, shown under the call that started it: built from the child transcript kept
+ * in the call's result (`details.subAgent`, core's `SubAgentRun`), its own calls' sub-agents nested
+ * the same way. A child transcript has no records, so its turns and lanes carry no times.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SubAgentView {
+  readonly agent: string
+  /** The task it was given (its first user message). */
+  readonly task: string
+  readonly reason: RunReason
+  readonly steps: number
+  readonly error: string | undefined
+  /** Its usage, its own sub-agents' included. */
+  readonly usage: Usage | undefined
+  /** Its typed answer, when it had an output schema. */
+  readonly output: unknown
+  readonly turns: ReadonlyArray<Turn>
+  /** What its transcript breaks: pairing (core's `pairingViolations`), or steps that do not match its turns. */
+  readonly violations: ReadonlyArray<{ readonly check: "pairing" | "one-end-per-run"; readonly message: string }>
 }
 
 /**
@@ -261,6 +287,100 @@ const addUsage = (totals: { input: number; output: number; cacheRead: number; ca
   if (usage.cost !== undefined) totals.cost = (totals.cost ?? 0) + usage.cost
 }
 
+/** Sub-agents nested deeper than this are not expanded (a transcript is data: it may be anything). */
+const MAX_SUB_AGENT_DEPTH = 16
+
+/** The nested run of the sub-agent a call started, from its result's details. */
+const subAgentViewOf = (result: ToolResultMessage, depth: number): SubAgentView | undefined => {
+  const child = subAgentRunOf(result.details)
+  if (child === undefined || depth > MAX_SUB_AGENT_DEPTH) return undefined
+  const turns: Array<TurnDraft> = []
+  const lanes = new Map<string, LaneDraft>()
+  let task = ""
+  for (const message of child.messages) {
+    if (message.role === "user") {
+      if (task === "") task = textOf(message)
+      continue
+    }
+    if (message.role === "assistant") {
+      const next: TurnDraft = {
+        index: turns.length + 1,
+        step: turns.length + 1,
+        startedAt: undefined,
+        answeredAt: undefined,
+        endedAt: undefined,
+        stopReason: message.stopReason,
+        errorMessage: message.errorMessage,
+        text: textOf(message),
+        usage: message.usage,
+        model: message.model,
+        assistantMessages: 1,
+        requested: true,
+        lanes: [],
+        maxParallel: 0
+      }
+      for (const call of toolCallsOf(message)) {
+        const lane: LaneDraft = {
+          toolCallId: call.id,
+          name: call.name,
+          summary: summarize(call.name, call.arguments),
+          arguments: call.arguments,
+          startedAt: undefined,
+          endedAt: undefined,
+          status: "unanswered",
+          approval: undefined,
+          resultText: undefined,
+          skipReason: undefined,
+          subAgent: undefined
+        }
+        next.lanes.push(lane)
+        lanes.set(call.id, lane)
+      }
+      turns.push(next)
+      continue
+    }
+    const lane = lanes.get(message.toolCallId)
+    if (lane === undefined) continue
+    const { skipReason, status } = statusOfResult(message)
+    lane.status = status
+    lane.skipReason = skipReason
+    lane.resultText = textOf(message)
+    lane.subAgent = subAgentViewOf(message, depth + 1)
+  }
+  const violations = [
+    ...pairingViolations(child.messages).map((message) => ({ check: "pairing" as const, message })),
+    ...(child.steps === turns.length ? [] : [{
+      check: "one-end-per-run" as const,
+      message: `its result says ${child.steps} step(s), its transcript has ${turns.length} turn(s)`
+    }])
+  ]
+  return {
+    agent: child.agent,
+    task,
+    reason: child.reason,
+    steps: child.steps,
+    error: child.error,
+    usage: child.usage,
+    output: child.output,
+    turns,
+    violations
+  }
+}
+
+/** The sub-agent runs under a list of lanes, depth first, with where they are (for messages). */
+const subAgentsOf = (
+  lanes: ReadonlyArray<Lane>,
+  where: string
+): Array<{ readonly where: string; readonly view: SubAgentView }> =>
+  lanes.flatMap((lane) => {
+    if (lane.subAgent === undefined) return []
+    const here = `${where}sub-agent ${lane.subAgent.agent} (call ${lane.toolCallId})`
+    return [
+      { where: here, view: lane.subAgent },
+      ...lane.subAgent.turns.flatMap((t) => subAgentsOf(t.lanes, `${here} > `))
+    ]
+  })
+
 /**
  * Builds the timeline of a session from its lines, in file order.
  *
@@ -456,7 +576,8 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
             status: "unanswered",
             approval: undefined,
             resultText: undefined,
-            skipReason: undefined
+            skipReason: undefined,
+            subAgent: undefined
           }
           current.lanes.push(lane)
           lanesById.set(call.id, lane)
@@ -470,6 +591,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
           lane.status = status
           lane.skipReason = skipReason
           lane.resultText = textOf(message)
+          lane.subAgent = subAgentViewOf(message, 1)
         }
         break
       }
@@ -499,6 +621,8 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
       for (const lane of t.lanes) {
         toolCalls++
         if (lane.status !== "ok") toolErrors++
+        // a sub-agent's usage (its own sub-agents' included) is not in the parent's turns
+        if (lane.subAgent?.usage !== undefined) addUsage(totals, lane.subAgent.usage)
       }
     }
   }
@@ -549,8 +673,12 @@ const checkSession = (
   const oneAnswer: Array<string> = []
   const oneEnd: Array<string> = []
   const endNotes: Array<string> = []
+  const childPairing: Array<string> = []
   for (const owner of runs) {
     for (const t of owner.turns) {
+      for (const { view, where } of subAgentsOf(t.lanes, `run ${owner.index}, turn ${t.index}: `)) {
+        for (const v of view.violations) (v.check === "pairing" ? childPairing : oneEnd).push(`${where}: ${v.message}`)
+      }
       if (!hasRecords) continue
       // A call that ran has a tool_start; one that never ran (denied, skipped) has only its tool_end.
       for (const lane of t.lanes) {
@@ -585,7 +713,7 @@ const checkSession = (
     {
       id: "pairing",
       title: "Every tool call has exactly one result, right after its message",
-      violations: pairingViolations(inCallOrder(messages)),
+      violations: [...pairingViolations(inCallOrder(messages)), ...childPairing],
       notes: []
     },
     {
