@@ -392,7 +392,7 @@ const send = (
  * event nothing more is read; a body ending early gets the protocol's `onEnd`. `retry:`
  * directives are ignored: a model stream is not resumable.
  */
-const modelEvents = (
+export const modelEvents = (
   call: ProviderCall,
   clean: Cleaner,
   protocol: WireProtocol,
