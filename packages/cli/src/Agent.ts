@@ -57,6 +57,7 @@ import {
   prepareDatabase,
   reconcileSession,
   runIdOf,
+  runnerBusy,
   splitAtRun,
   unfinishedRun
 } from "./Durable.ts"
@@ -307,6 +308,15 @@ const makeAgent = (
     }
     if (resumeId !== undefined && !/^[A-Za-z0-9._-]+$/.test(resumeId)) {
       return yield* Effect.fail(new CliError(`--resume: "${resumeId}" is not a session id (see agentloop sessions)`))
+    }
+    // a durable session that another process is running now is left alone (its file is being written)
+    if (flags.durable && resumeId !== undefined && runnerBusy(root, resumeId)) {
+      return yield* Effect.fail(
+        new CliError(
+          `session ${resumeId} is being run by another agentloop process right now (its durable runs' runner); ` +
+            "answer its approvals with agentloop approve, or wait for it (agentloop runs)"
+        )
+      )
     }
     let log: SessionLog = yield* (resumeId === undefined ? newSession : openSession(root, resumeId)).pipe(
       Effect.mapError((e) => new CliError(e.message))

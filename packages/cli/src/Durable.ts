@@ -12,11 +12,12 @@
  */
 import { Effect, Layer } from "effect"
 import type { Message, TranscriptRecord } from "@agentloop/core"
-import { approve, embeddedClientLayer, listRuns, pendingApprovals } from "@agentloop/durable"
+import { approve, embeddedClientLayer, listRuns, pendingApprovals, runnerLockFileOf } from "@agentloop/durable"
 import type { DurableRunStatus, DurableStore } from "@agentloop/durable"
 import type { WorkflowEngine } from "effect/workflow"
 import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs"
 import * as nodePath from "node:path"
+import { DatabaseSync } from "node:sqlite"
 import { SESSIONS_FOLDER } from "./Sessions.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
@@ -87,6 +88,31 @@ export const prepareDatabase = (root: string, sessionId: string): Effect.Effect<
     if (isLink) return yield* Effect.fail(new DurableCliError(`${file} is a link: refusing to open it`))
     return file
   })
+
+/**
+ * Whether a live process is the runner of a session's database right now (it holds the file's
+ * runner lock, which the operating system releases when that process ends, however it ends).
+ * Checked before a session is resumed, so a second process does not touch a session that another
+ * one is still writing. The lock is taken for an instant and released at once.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const runnerBusy = (root: string, sessionId: string): boolean => {
+  const file = databaseOf(root, sessionId)
+  if (!existsSync(file)) return false
+  let lock: DatabaseSync | undefined
+  try {
+    lock = new DatabaseSync(runnerLockFileOf(file), { timeout: 0 })
+    lock.exec("BEGIN EXCLUSIVE")
+    lock.exec("ROLLBACK")
+    return false
+  } catch (error) {
+    return String((error as Error)?.message ?? error).includes("locked")
+  } finally {
+    if (lock?.isOpen === true) lock.close()
+  }
+}
 
 /**
  * What a session's records say about one of its durable runs.

@@ -68,7 +68,9 @@ describe("agentloop --durable", () => {
         const { code } = await p.exited
         return { code, out: p.output(), err: p.stderr() }
       }
-      const [unknownRun, unknownCall, badAnswer, listed] = await Promise.all([
+      const [file] = sessionFiles(ws)
+      const sessionBefore = readFileSync(file!, "utf8")
+      const [unknownRun, unknownCall, badAnswer, listed, second] = await Promise.all([
         approveCli("20260101-000000-zzzz.1", "b1", "y"),
         approveCli(runId, "nope", "y"),
         approveCli(runId, "b1", "maybe"),
@@ -76,8 +78,18 @@ describe("agentloop --durable", () => {
           const p = startCli(["runs"], { cwd: ws, env: testEnv(ws) })
           await p.exited
           return p.output()
+        })(),
+        // the same command while the first process still runs the run: refused, the session left alone
+        (async () => {
+          const p = startCli(["run", "--durable", ...providerFlags(server), "needs approval"], { cwd: ws, env: testEnv(ws) })
+          const { code } = await p.exited
+          return { code, err: p.stderr() }
         })()
       ])
+      assert.strictEqual(second.code, 2)
+      assert.include(second.err, `is being run by another agentloop process right now`)
+      assert.strictEqual(readFileSync(file!, "utf8"), sessionBefore)
+      assert.strictEqual(server.bodies.length, 1)
       assert.strictEqual(unknownRun.code, 2)
       assert.strictEqual(unknownRun.err, `agentloop: unknown run 20260101-000000-zzzz.1 in ${ws} (agentloop runs lists them)\n`)
       assert.strictEqual(unknownCall.code, 2)
@@ -94,7 +106,6 @@ describe("agentloop --durable", () => {
       assert.strictEqual(code, 0, cli.output() + cli.stderr())
       assert.strictEqual(readFileSync(join(ws, "approved.txt"), "utf8"), "approved\n")
       assert.include(cli.output(), "approved from another terminal")
-      const [file] = sessionFiles(ws)
       const approvals = jsonLines(file!).filter((l) => l["type"] === "approval")
       assert.deepStrictEqual(approvals.map((a) => [a["toolCallId"], a["decision"], a["by"]]), [["b1", "approved", "remote"]])
       assert.isNumber(approvals[0]!["askedAt"])
