@@ -138,6 +138,34 @@ describe("agentloop chat (in a pseudo-terminal)", () => {
   }, 240_000)
 })
 
+describe("agentloop chat: /model", () => {
+  it("/model shows the model; /model NAME switches it for the next requests and records the switch", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer((_body, index) => ({ text: `answer ${index + 1}` }))
+    try {
+      const cli = startCli(["chat", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+      let at = await answer(cli, "/help for commands", "first question")
+      at = await answer(cli, "answer 1", "/model", at)
+      await cli.waitFor(`openai-compat test-model at ${server.url}/v1`, 90_000, at)
+      at = await answer(cli, /test-model at [^\n]*\n/, "/model other-model", at)
+      await cli.waitFor("model: other-model", 90_000, at)
+      at = await answer(cli, "model: other-model", "second question", at)
+      await cli.waitFor("answer 2", 90_000, at)
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exited).code, 0, cli.output())
+      assert.deepStrictEqual(server.bodies.map((b) => b.body["model"]), ["test-model", "other-model"])
+      const [file] = sessionFiles(ws)
+      const lines = jsonLines(file!)
+      const switched = lines.findIndex((l) => l["type"] === "model")
+      assert.strictEqual(lines[switched]!["model"], "other-model")
+      const runStarts = lines.flatMap((l, i) => (l["type"] === "run_start" ? [i] : []))
+      assert.isTrue(runStarts[0]! < switched && switched < runStarts[1]!, "recorded between the two runs")
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+})
+
 describe("agentloop chat: Ctrl-C while a call waits for approval", () => {
   it("aborts the run: the waiting call is paired (skipped, aborted), nothing runs, the prompt comes back", async () => {
     const ws = makeWorkspace()
