@@ -2,11 +2,27 @@
  * Property: whatever the model says, whatever the tools do, whenever the run is aborted or
  * interrupted, and whatever the step limit, the three invariants hold (checked by the testkit's
  * `checkInvariants`), nothing runs twice and nothing runs from a turn that must not execute.
+ * Runs may have an output schema (final answers valid, invalid, or alongside other calls) and call
+ * a sub-agent whose own script is generated too: the invariants then hold for every run of the tree
+ * (`checkInvariants` checks the children it finds in the details), and a run ends `stop` with an
+ * output schema only with its accepted answer.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Queue } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Schema } from "effect"
 import * as fc from "fast-check"
-import { allow, ask, callbackSinkLayer, deny, runAgentLoop, ToolConcurrency, ToolError, toolExecutorLayer } from "@agentloop/core"
+import {
+  allow,
+  ask,
+  callbackSinkLayer,
+  deny,
+  FINAL_ANSWER_TOOL,
+  isAcceptedAnswer,
+  runAgentLoop,
+  subAgentTool,
+  ToolConcurrency,
+  ToolError,
+  toolExecutorLayer
+} from "@agentloop/core"
 import type { AgentRunResult, LoopEvent, Message, ToolCall, ToolPolicy, UserMessage } from "@agentloop/core"
 import { assistant, checkInvariants, fakeTool, makeScriptedModel, probeTool, toolCall, turn, user } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
@@ -22,6 +38,14 @@ type TurnSpec =
   | { readonly kind: "toolUse"; readonly calls: ReadonlyArray<CallSpec> }
   | { readonly kind: "text" | "toolUseNoCalls" | "failStream" | "dieStream" | "noDone" | "malformed" | "dupIds" }
   | { readonly kind: "stopCalls" | "length" | "error" | "aborted"; readonly calls: number }
+  | { readonly kind: "answer" | "badAnswer" }
+  | { readonly kind: "answerWithCalls"; readonly calls: ReadonlyArray<CallSpec> }
+  | { readonly kind: "delegate"; readonly agents: number; readonly calls: ReadonlyArray<CallSpec> }
+
+/** What a sub-agent's model may do (its script is shared by every call of it, in request order). */
+type ChildTurnSpec =
+  | { readonly kind: "toolUse"; readonly calls: ReadonlyArray<CallSpec> }
+  | { readonly kind: "text" | "failStream" | "dieStream" | "answer" | "badAnswer" }
 
 const callSpec = fc.record({ outcome: fc.constantFrom(...outcomes), yields: fc.nat({ max: 6 }) })
 const turnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
@@ -29,8 +53,27 @@ const turnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom("text", "toolUseNoCalls", "failStream", "dieStream", "noDone", "malformed", "dupIds").map((kind) => ({ kind })) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constantFrom("stopCalls", "length", "error", "aborted"), calls: fc.nat({ max: 3 }) }) }
 )
+const childTurnSpec: fc.Arbitrary<ChildTurnSpec> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("toolUse" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 3 }) }) },
+  { weight: 3, arbitrary: fc.constantFrom("text", "failStream", "dieStream", "answer", "badAnswer").map((kind) => ({ kind })) }
+)
+const outputTurnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
+  fc.constantFrom("answer", "badAnswer").map((kind) => ({ kind })),
+  fc.record({ kind: fc.constant("answerWithCalls" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 2 }) }),
+  fc.record({
+    kind: fc.constant("delegate" as const),
+    agents: fc.integer({ min: 1, max: 3 }),
+    calls: fc.array(callSpec, { maxLength: 2 })
+  })
+)
 const caseSpec = fc.record({
-  turns: fc.array(turnSpec, { minLength: 1, maxLength: 6 }),
+  turns: fc.array(fc.oneof({ weight: 3, arbitrary: turnSpec }, { weight: 1, arbitrary: outputTurnSpec }), {
+    minLength: 1,
+    maxLength: 6
+  }),
+  // issue 16: a final-answer schema for the run, and a sub-agent with a script (and schema) of its own
+  output: fc.boolean(),
+  child: fc.record({ turns: fc.array(childTurnSpec, { maxLength: 8 }), output: fc.boolean() }),
   maxSteps: fc.integer({ min: 1, max: 7 }),
   stop: fc.oneof(
     fc.constant({ kind: "none" as const }),
@@ -82,8 +125,44 @@ const scripted = (spec: TurnSpec, index: number): { turn: ScriptedTurn; executab
       return { turn: turn.error("provider error", calls(index, spec.calls)), executable: [] }
     case "aborted":
       return { turn: turn.aborted(calls(index, spec.calls)), executable: [] }
+    case "answer":
+      return { turn: turn.finalAnswer(`t${index}f`, { n: 1 }), executable: [] }
+    case "badAnswer":
+      return { turn: turn.finalAnswer(`t${index}f`, { n: "one" }), executable: [] }
+    case "answerWithCalls": {
+      const cs = spec.calls.map((c, i) => toolCall(`t${index}c${i}`, "t", { ...c }))
+      return {
+        turn: turn.toolCalls([...cs, toolCall(`t${index}f`, FINAL_ANSWER_TOOL, { n: 1 })]),
+        executable: cs.map((c) => c.id)
+      }
+    }
+    case "delegate": {
+      const cs = spec.calls.map((c, i) => toolCall(`t${index}c${i}`, "t", { ...c }))
+      const agents = Array.from({ length: spec.agents }, (_, i) => toolCall(`t${index}s${i}`, "sub", { task: "go" }))
+      return { turn: turn.toolCalls([...agents, ...cs]), executable: cs.map((c) => c.id) }
+    }
   }
 }
+
+/** A sub-agent's scripted turn (its call ids need not be unique across its runs: each run is its own). */
+const childScripted = (spec: ChildTurnSpec, index: number): ScriptedTurn => {
+  switch (spec.kind) {
+    case "toolUse":
+      return turn.toolCalls(spec.calls.map((c, i) => toolCall(`s${index}c${i}`, "t", { ...c })))
+    case "text":
+      return turn.text("child text")
+    case "failStream":
+      return turn.failing("child reset")
+    case "dieStream":
+      return turn.dying(new Error("child boom"))
+    case "answer":
+      return turn.finalAnswer(`s${index}f`, { n: 2 })
+    case "badAnswer":
+      return turn.finalAnswer(`s${index}f`, { n: "two" })
+  }
+}
+
+const Answer = Schema.Struct({ n: Schema.Number })
 
 const behaviour = (args: Record<string, unknown>): Effect.Effect<string, ToolError> => {
   const outcome = args["outcome"] as Outcome
@@ -123,6 +202,15 @@ const runCase = (spec: CaseSpec) =>
         ...(control.timeoutMs === undefined ? {} : { timeoutMs: control.timeoutMs * 60_000 })
       }
     })
+    const childModel = yield* makeScriptedModel(spec.child.turns.map(childScripted))
+    const sub = subAgentTool({
+      name: "sub",
+      description: "a generated sub-agent",
+      tools: [fakeTool("t", (args) => behaviour(args))],
+      model: childModel.layer,
+      maxSteps: 4,
+      ...(spec.child.output ? { output: Answer } : {})
+    })
     const steering = yield* Queue.unbounded<UserMessage>()
     const followUps = yield* Queue.unbounded<UserMessage>()
     if (control.followUp) yield* Queue.offer(followUps, { role: "user", content: "one more thing" })
@@ -158,9 +246,10 @@ const runCase = (spec: CaseSpec) =>
       signal: controller.signal,
       steering,
       followUps,
-      ...(policy === undefined ? {} : { policy })
+      ...(policy === undefined ? {} : { policy }),
+      ...(spec.output ? { output: Answer } : {})
     }).pipe(
-      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer([probe.tool]))),
+      Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer([probe.tool, sub]))),
       Effect.provideService(ToolConcurrency, control.concurrency),
       Effect.forkChild
     )
@@ -188,6 +277,20 @@ const runCase = (spec: CaseSpec) =>
     if (requests.length > spec.maxSteps) violations.push(`${requests.length} requests for maxSteps ${spec.maxSteps}`)
     if (spec.stop.kind === "abort" && spec.stop.atEvent === 0 && requests.length > 0) violations.push("pre-aborted run called the model")
     if (result !== undefined && result.messages.length < input.length) violations.push("the transcript lost input messages")
+    if (result !== undefined) {
+      const last = result.messages.at(-1)
+      const answered = last?.role === "toolResult" && !last.isError && isAcceptedAnswer(last.details)
+      if (spec.output && result.reason === "stop") {
+        if (!answered) violations.push("a run with an output schema ended stop without an accepted answer last")
+        if (JSON.stringify(result.output) !== JSON.stringify({ n: 1 })) violations.push("stop without the decoded answer")
+        const asked = result.messages.findLast((m) => m.role === "assistant")
+        if (asked?.role === "assistant" && asked.content.filter((c) => c.type === "toolCall").length !== 1) {
+          violations.push("an answer given alongside other calls was accepted")
+        }
+      }
+      if ((!spec.output || result.reason !== "stop") && "output" in result) violations.push("output given without a stop")
+      if (!spec.output && answered) violations.push("an answer was accepted in a run without an output schema")
+    }
     return violations
   })
 

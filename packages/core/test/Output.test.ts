@@ -225,6 +225,24 @@ describe("structured output", () => {
       assert.match(run.result.error!, /^bad input: the run has a tool named "final_answer"/)
     }))
 
+  it.effect("an output schema that cannot be described to a model is bad input, saying why", () =>
+    Effect.gen(function*() {
+      interface Tree {
+        readonly children: ReadonlyArray<Tree>
+      }
+      const Tree: Schema.Codec<Tree> = Schema.Struct({ children: Schema.Array(Schema.suspend(() => Tree)) })
+      const run = yield* runScripted([], { output: Tree })
+      assertSound(run)
+      assert.strictEqual(run.result.steps, 0)
+      assert.strictEqual(
+        run.result.error,
+        "bad input: output: agentloop: the output schema: a recursive schema cannot be described without $ref; " +
+          "model providers need a self-contained JSON Schema"
+      )
+      const notASchema = yield* runScripted([], { output: "a string" as never })
+      assert.strictEqual(notASchema.result.error, "bad input: Expected an effect Schema or an OutputSchema\n  at [\"output\"]")
+    }))
+
   it.effect("outputRetries that is not a non-negative integer is bad input", () =>
     Effect.gen(function*() {
       const run = yield* runScripted([], { output: Person, outputRetries: -1 })

@@ -17,11 +17,16 @@
  *   results, results naming the wrong tool, invalid messages, duplicate call ids, bad options;
  * - the sink: emits that fail, die, throw or yield;
  * - stopping: an `AbortSignal` fired at a random event (or before the run), the run's fiber
- *   interrupted from outside (`Fiber.interrupt`) or a started run aborted (`startAgentLoop`).
+ *   interrupted from outside (`Fiber.interrupt`) or a started run aborted (`startAgentLoop`);
+ * - with `output: true`, some runs have an output schema and final answers that are valid,
+ *   invalid, or given alongside other calls; with `subAgents: true`, some runs call a sub-agent
+ *   whose own script is generated with the same faults (and sometimes an output schema), so aborts
+ *   and hangs land inside children too.
  *
- * Checks on every run: the three invariants and their bookkeeping (`checkInvariants`), no tool
- * call executed twice, none executed from a turn that must not execute, no more requests than
- * `maxSteps`, none at all for a pre-aborted run or bad input, and the run ends.
+ * Checks on every run: the three invariants and their bookkeeping (`checkInvariants`, for the
+ * sub-agent runs too), no tool call executed twice, none executed from a turn that must not
+ * execute, no more requests than `maxSteps`, none at all for a pre-aborted run or bad input, the
+ * run ends, and a run with an output schema ends `stop` only with its accepted, decoded answer.
  *
  * @example
  * ```ts
@@ -31,13 +36,17 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Layer, Option, References, Stream } from "effect"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Option, References, Schema, Stream } from "effect"
 import {
   EventSink,
   Executor,
+  FINAL_ANSWER_TOOL,
+  isAcceptedAnswer,
   ModelError,
   runAgentLoop,
   startAgentLoop,
+  subAgentRunOf,
+  subAgentTool,
   ToolError,
   toolExecutorLayer
 } from "@agentloop/core"
@@ -186,6 +195,23 @@ export type TurnPlan =
   | { readonly kind: "afterDone" }
   | { readonly kind: "toolUseNoCalls" }
   | { readonly kind: "stopWithCalls" | "length" | "error" | "aborted"; readonly calls: number }
+  | { readonly kind: "answer" | "badAnswer" }
+  | { readonly kind: "answerWithCalls"; readonly calls: ReadonlyArray<CallPlan> }
+  | { readonly kind: "delegate"; readonly agents: number; readonly calls: ReadonlyArray<CallPlan> }
+
+/**
+ * The sub-agent a run may call (`delegate` turns): its script, shared by all its calls in request
+ * order (a call past its end meets an unscripted request, which ends that child `error`), and
+ * whether it has an output schema.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ChildPlan {
+  readonly turns: ReadonlyArray<TurnPlan>
+  readonly output: boolean
+  readonly maxSteps: number
+}
 
 /**
  * The input transcript of a run (and whether its options are valid).
@@ -239,6 +265,10 @@ export interface FaultPlan {
   readonly turns: ReadonlyArray<TurnPlan>
   readonly stop: StopPlan
   readonly sink: SinkPlan
+  /** The run has an output schema (`{ n: number }`); a valid answer is `{ n: 1 }`. */
+  readonly output?: boolean | undefined
+  /** The sub-agent its `delegate` turns call. */
+  readonly child?: ChildPlan | undefined
 }
 
 /**
@@ -273,7 +303,14 @@ export interface FaultPlanOptions {
    * gap of agentloop 0.1.0), so these plans report violations until that is fixed.
    */
   readonly interruptBeforeStart?: boolean | undefined
+  /** Give some runs an output schema and final-answer turns (default false). */
+  readonly output?: boolean | undefined
+  /** Give some runs a sub-agent with a generated script of its own, and turns that call it (default false). */
+  readonly subAgents?: boolean | undefined
 }
+
+/** The name of the sub-agent tool of generated runs. */
+const SUB_AGENT = "helper"
 
 /** The built-in tool every non-`user` call goes to. */
 const FAULT_TOOL = "fault"
@@ -350,6 +387,37 @@ export const generateFaultPlan = (seed: number, options: FaultPlanOptions = {}):
   // most scripts end with a text turn; the others run out (the next request is unscripted and its
   // stream dies) or stop on a fault
   if (random.chance(0.7)) turns.push({ kind: "text" })
+  // final answers and sub-agents are drawn only when asked for, so the plans of a seed stay the same
+  // without them; their calls get ids of their own (turn numbers from 100), unique in the run
+  const answerTurns = (into: Array<TurnPlan>, first: number) => {
+    for (let k = random.int(1, 2); k > 0; k--) {
+      const r = random.next()
+      const t: TurnPlan = r < 0.5 ?
+        { kind: "answer" } :
+        r < 0.8 ?
+        { kind: "badAnswer" } :
+        { kind: "answerWithCalls", calls: calls(first + k) }
+      into.splice(random.int(0, into.length), 0, t)
+    }
+  }
+  const output = options.output === true && random.chance(0.4)
+  if (output) answerTurns(turns, 100)
+  let child: ChildPlan | undefined
+  if (options.subAgents === true && random.chance(0.4)) {
+    const childTurns = Array.from({ length: random.int(1, 4) }, (_, i) => turnPlan(300 + i))
+    const childOutput = options.output === true && random.chance(0.4)
+    if (childOutput) answerTurns(childTurns, 400)
+    else if (random.chance(0.7)) childTurns.push({ kind: "text" })
+    child = { turns: childTurns, output: childOutput, maxSteps: random.int(1, childTurns.length + 1) }
+    for (let k = random.int(1, 2); k > 0; k--) {
+      const delegate: TurnPlan = {
+        kind: "delegate",
+        agents: random.int(1, 3),
+        calls: random.chance(0.5) ? calls(200 + k) : []
+      }
+      turns.splice(random.int(0, turns.length), 0, delegate)
+    }
+  }
 
   const input: InputPlan = random.chance(0.7) ? "clean" : random.pick([
     "dangling",
@@ -380,7 +448,16 @@ export const generateFaultPlan = (seed: number, options: FaultPlanOptions = {}):
     { kind: "none" } :
     { kind: random.pick(["fail", "die", "throw", "yield"] as const), every: random.int(1, 4) }
 
-  return { seed, input, maxSteps: random.int(1, turns.length + 2), turns, stop, sink }
+  return {
+    seed,
+    input,
+    maxSteps: random.int(1, turns.length + 2),
+    turns,
+    stop,
+    sink,
+    ...(output ? { output } : {}),
+    ...(child === undefined ? {} : { child })
+  }
 }
 
 const stopLabel = (stop: StopPlan): string =>
@@ -402,13 +479,33 @@ export const faultsOf = (plan: FaultPlan): Array<string> => {
   if (plan.input !== "clean") out.push(`input:${plan.input}`)
   if (plan.stop.kind !== "none") out.push(stopLabel(plan.stop))
   if (plan.sink.kind !== "none") out.push(`sink:${plan.sink.kind}`)
-  for (const t of plan.turns) {
-    if (t.kind === "toolUse" || t.kind === "secondDone") {
-      if (t.kind === "secondDone") out.push("model:secondDone")
-      for (const c of t.calls) if (c.outcome !== "ok") out.push(`tool:${c.outcome}`)
-    } else if (t.kind !== "text" && t.kind !== "streamed") out.push(`model:${t.kind}`)
-  }
+  for (const t of plan.turns) out.push(...turnFaults(t))
+  if (plan.child !== undefined) for (const t of plan.child.turns) out.push(...turnFaults(t).map((f) => `child ${f}`))
   return out
+}
+
+/** The faults of one planned turn, as `faultsOf` labels them. */
+const turnFaults = (t: TurnPlan): Array<string> => {
+  switch (t.kind) {
+    case "toolUse":
+    case "secondDone":
+    case "answerWithCalls":
+    case "delegate": {
+      const out = t.calls.flatMap((c) => c.outcome === "ok" ? [] : [`tool:${c.outcome}`])
+      if (t.kind === "secondDone") out.push("model:secondDone")
+      if (t.kind === "answerWithCalls") out.push("output:answerWithCalls")
+      if (t.kind === "delegate") out.push("subagent:call")
+      return out
+    }
+    case "answer":
+    case "badAnswer":
+      return [`output:${t.kind}`]
+    case "text":
+    case "streamed":
+      return []
+    default:
+      return [`model:${t.kind}`]
+  }
 }
 
 // -----------------------------------------------------------------------------
@@ -484,12 +581,25 @@ interface Built {
   readonly executable: Set<string>
 }
 
-const buildScript = (plan: FaultPlan, stopper: Stopper): Built => {
+const buildScript = (planned: ReadonlyArray<TurnPlan>, stopper: Stopper): Built => {
   const executable = new Set<string>()
   const thenStop = <A>(stream: Stream.Stream<A, ModelError>): Stream.Stream<A, ModelError> =>
     Stream.concat(stream, Stream.fromEffectDrain(Effect.sync(stopper.fire)))
-  const turns = plan.turns.map((t, index): ScriptedTurn => {
+  const turns = planned.map((t, index): ScriptedTurn => {
     switch (t.kind) {
+      case "answer":
+        return turn.finalAnswer(`t${index}f`, { n: 1 })
+      case "badAnswer":
+        return turn.finalAnswer(`t${index}f`, { n: "one" })
+      case "answerWithCalls":
+      case "delegate": {
+        const calls = t.calls.map(callOf)
+        for (const c of calls) executable.add(c.id)
+        const extra = t.kind === "answerWithCalls" ?
+          [toolCall(`t${index}f`, FINAL_ANSWER_TOOL, { n: 1 })] :
+          Array.from({ length: t.agents }, (_, k) => toolCall(`t${index}a${k}`, SUB_AGENT, { task: `task ${k}` }))
+        return turn.toolCalls([...extra, ...calls])
+      }
       case "toolUse": {
         const calls = t.calls.map(callOf)
         for (const c of calls) executable.add(c.id)
@@ -671,6 +781,9 @@ const contractBreaking = (layer: Layer.Layer<Executor>, handled: Array<string>):
       }))
   ).pipe(Layer.provide(layer))
 
+/** The output schema of generated runs that have one. */
+const FaultAnswer = Schema.Struct({ n: Schema.Number })
+
 const isInterruptedOnly = (exit: Exit.Exit<unknown, unknown>) =>
   Exit.isFailure(exit) && exit.cause.reasons.length > 0 && exit.cause.reasons.every((r) => r._tag === "Interrupt")
 
@@ -695,8 +808,21 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
         else Deferred.doneUnsafe(trigger, Exit.void)
       }
     }
-    const built = buildScript(plan, stopper)
+    const built = buildScript(plan.turns, stopper)
     const model = yield* makeScriptedModel(built.turns)
+    // the sub-agent: its own script and fault tool (its call ids repeat across its runs: not probed)
+    const child = plan.child
+    const childModel = child === undefined ? undefined : yield* makeScriptedModel(buildScript(child.turns, stopper).turns)
+    const subAgents: Array<AnyTool> = child === undefined || childModel === undefined ? [] : [
+      subAgentTool({
+        name: SUB_AGENT,
+        description: "a generated sub-agent",
+        tools: [fakeTool(FAULT_TOOL, (args, context) => faultBehaviour(args, context, stopper), "a tool that misbehaves")],
+        model: childModel.layer,
+        maxSteps: child.maxSteps,
+        ...(child.output ? { output: FaultAnswer } : {})
+      })
+    ]
     const probe = probeTool(
       fakeTool(
         FAULT_TOOL,
@@ -705,7 +831,7 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
       )
     )
     const targets = (setup.targets ?? []).map((t) => probeTool(t.tool))
-    const tools: Array<AnyTool> = [probe.tool, ...targets.map((t) => t.tool)]
+    const tools: Array<AnyTool> = [probe.tool, ...targets.map((t) => t.tool), ...subAgents]
     const handled: Array<string> = []
     const baseExecutor = contractBreaking(toolExecutorLayer(tools) as Layer.Layer<Executor>, handled)
     const executor = setup.executor === undefined ? baseExecutor : setup.executor(baseExecutor)
@@ -738,7 +864,8 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
     const options = {
       messages: input.messages,
       maxSteps: plan.input === "badMaxSteps" ? 0 : plan.maxSteps,
-      signal: controller.signal
+      signal: controller.signal,
+      ...(plan.output === true ? { output: FaultAnswer } : {})
     } as unknown as AgentLoopOptions
     if (plan.stop.kind !== "none" && plan.stop.atEvent === 0) stopper.fire()
 
@@ -796,6 +923,17 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
     if (result !== undefined && input.valid && result.messages.length < input.kept.length) {
       violations.push("the transcript lost input messages")
     }
+    if (result !== undefined) {
+      const last = result.messages.at(-1)
+      const answered = last?.role === "toolResult" && !last.isError && isAcceptedAnswer(last.details)
+      if (plan.output === true && result.reason === "stop") {
+        if (!answered) violations.push("a run with an output schema ended stop without its accepted answer last")
+        if (JSON.stringify(result.output) !== JSON.stringify({ n: 1 })) violations.push("a stop without the decoded answer")
+      }
+      if ((plan.output !== true || result.reason !== "stop") && "output" in result) {
+        violations.push(`an output in a run that ended ${result.reason}${plan.output === true ? "" : " without an output schema"}`)
+      }
+    }
     // the faults the run met: its input, the stop if it fired, the sink fault if an event hit it,
     // the model turns it requested and the tool calls that ran
     const exercised: Array<string> = []
@@ -807,11 +945,14 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
     const outcomeOf = new Map<string, CallOutcome>()
     plan.turns.forEach((t, index) => {
       if (index >= requests.length) return
-      if (t.kind === "toolUse" || t.kind === "secondDone") {
-        if (t.kind === "secondDone") exercised.push("model:secondDone")
-        for (const c of t.calls) outcomeOf.set(c.id, c.outcome)
-      } else if (t.kind !== "text" && t.kind !== "streamed") exercised.push(`model:${t.kind}`)
+      if ("calls" in t && typeof t.calls !== "number") for (const c of t.calls) outcomeOf.set(c.id, c.outcome)
+      exercised.push(...turnFaults(t).filter((f) => !f.startsWith("tool:")))
     })
+    for (const message of result?.messages ?? []) {
+      const childRun = message.role === "toolResult" ? subAgentRunOf(message.details) : undefined
+      if (childRun !== undefined) exercised.push(`subagent:${childRun.reason}`)
+    }
+    if (result?.reason === "stop" && plan.output === true) exercised.push("output:accepted")
     if (requests.length > plan.turns.length) exercised.push("model:unscripted")
     for (const id of executed) {
       const outcome = outcomeOf.get(id)

@@ -231,7 +231,7 @@ const drive = (
     // a run with an output schema answers the final-answer tool itself, beside the executor's tools
     let answers: AnswerState | undefined
     if (options.output !== undefined) {
-      const output = yield* Effect.exit(Effect.try(() => toOutputSchema(options.output!)))
+      const output = yield* Effect.exit(Effect.try({ try: () => toOutputSchema(options.output!), catch: (e) => e }))
       if (Exit.isFailure(output)) return { reason: "error", error: `bad input: output: ${describeCause(output.cause)}` }
       answers = makeAnswerState(output.value, options.outputRetries ?? DEFAULT_OUTPUT_RETRIES, executor)
     }

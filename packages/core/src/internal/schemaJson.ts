@@ -55,7 +55,7 @@ const astNodePrototype: object = Object.getPrototypeOf(SchemaAST.Null.prototype)
 const assertSameEffect = (what: string, schema: Schema.Top): void => {
   const ast: unknown = (schema as { readonly ast?: unknown }).ast
   if (typeof ast !== "object" || ast === null) {
-    throw new Error(`agentloop: ${what} are not an effect Schema`)
+    throw new Error(`agentloop: ${what}: not an effect Schema`)
   }
   if (!Object.prototype.isPrototypeOf.call(astNodePrototype, ast)) {
     throw new Error(
@@ -81,7 +81,7 @@ export const deriveJsonSchema = (what: string, schema: Schema.Top): JsonSchemaOb
     SchemaRepresentation.toRepresentation(schema.ast, { referencePolicy: () => undefined })
   )
   if (Object.keys(document.definitions).length > 0) {
-    throw new Error(`agentloop: ${what} are recursive; model providers need a self-contained JSON Schema`)
+    throw new Error(`agentloop: ${what}: a recursive schema cannot be described without $ref; model providers need a self-contained JSON Schema`)
   }
   let json = normalizeJsonSchema(document.schema) as JsonSchemaObject
   if (isEmptyStruct(schema.ast)) {
