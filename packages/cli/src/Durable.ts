@@ -384,13 +384,18 @@ export const listWorkspaceRuns = (root: string): Effect.Effect<ReadonlyArray<Run
         if (listed._tag === "Success") statuses = listed.success
         else unreachable = listed.failure.message
       }
+      // a run that has not ended and whose session no process runs now goes on when its command runs again
+      const idle = runs.some((r) => r.end === undefined) && !runnerBusy(root, sessionId)
       for (const run of runs) {
         const state = run.end !== undefined ?
           `ended ${run.end.reason} after ${run.end.steps} step(s)` :
           statuses === undefined ?
           `unknown: ${unreachable}` :
           describeStatus(statuses.find((s) => s.runId === run.runId))
-        out.push({ runId: run.runId, startedAt: run.startedAt, prompt: run.prompt, state })
+        const stopped = run.end === undefined && idle && !state.startsWith("ended") ?
+          " (no process is running it: it goes on when its command runs again)" :
+          ""
+        out.push({ runId: run.runId, startedAt: run.startedAt, prompt: run.prompt, state: `${state}${stopped}` })
       }
     }
     return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId))

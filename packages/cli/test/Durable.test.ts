@@ -230,4 +230,45 @@ describe("agentloop --durable", () => {
       await server.close()
     }
   }, 240_000)
+
+  it("SIGTERM keeps a run waiting for approval; answered while no process runs it, the same command again finishes it", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([
+      { calls: [{ id: "w1", name: "write", args: { path: "later.txt", content: "written later\n" } }] },
+      { text: "written" }
+    ])
+    const args = ["run", "--durable", ...providerFlags(server), "write it later"]
+    try {
+      const first = startCli(args, { cwd: ws, env: testEnv(ws) })
+      first.endInput()
+      await first.waitFor(/agentloop approve (\S+) w1 y\|n/, 90_000)
+      const runId = /agentloop approve (\S+) w1/.exec(first.output())![1]!
+      first.child.kill("SIGTERM")
+      assert.strictEqual((await first.exited).code, 143)
+      assert.include(first.stderr(), `the durable run ${runId} is kept: run the same command again to resume it`)
+
+      const list = startCli(["runs"], { cwd: ws, env: testEnv(ws) })
+      await list.exited
+      assert.include(list.output(), `waiting for approval: w1 (write) (no process is running it`)
+      const yes = startCli(["approve", runId, "w1", "y"], { cwd: ws, env: testEnv(ws) })
+      assert.strictEqual((await yes.exited).code, 0, yes.stderr())
+      assert.isFalse(existsSync(join(ws, "later.txt")), "nothing runs the call until the run resumes")
+
+      const second = startCli(args, { cwd: ws, env: testEnv(ws) })
+      second.endInput()
+      assert.strictEqual((await second.exited).code, 0, second.output() + second.stderr())
+      assert.include(second.output(), "approved from another terminal")
+      assert.strictEqual(readFileSync(join(ws, "later.txt"), "utf8"), "written later\n")
+      assert.strictEqual(server.bodies.length, 2)
+      const [file] = sessionFiles(ws)
+      const lines = jsonLines(file!)
+      assert.deepStrictEqual(lines.filter((l) => l["type"] === "approval").map((a) => [a["toolCallId"], a["by"]]), [["w1", "remote"]])
+      assert.deepStrictEqual(lines.filter((l) => l["type"] === "run_end").map((l) => [l["runId"], l["reason"]]), [[runId, "stop"]])
+      const loaded = await load(file!)
+      assert.strictEqual(loaded.repaired, 0)
+      assert.deepStrictEqual(loaded.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 })
