@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Schema } from "effect"
+import { Effect, Exit, Layer, Queue, Schema } from "effect"
 import {
   allowAll,
   deny,
@@ -11,7 +11,7 @@ import {
   startAgentLoop,
   toolExecutorLayer
 } from "@agentloop/core"
-import type { Message, ToolResultMessage } from "@agentloop/core"
+import type { Message, ToolResultMessage, UserMessage } from "@agentloop/core"
 import { echoTool, makeScriptedModel, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
 
@@ -179,6 +179,20 @@ describe("structured output", () => {
         "the model gave no valid final answer after 2 attempt(s): the model ended its turn without calling \"final_answer\""
       )
       assert.strictEqual(run.result.messages.at(-1)?.role, "assistant")
+    }))
+
+  it.effect("follow-ups restart a run after its accepted answer, which then needs a new one", () =>
+    Effect.gen(function*() {
+      const followUps = yield* Queue.unbounded<UserMessage>()
+      yield* Queue.offer(followUps, { role: "user", content: "and her sister?" })
+      const run = yield* runScripted([
+        turn.finalAnswer("f1", { name: "Ada", age: 36 }),
+        turn.finalAnswer("f2", { name: "Eve", age: 40 })
+      ], { output: Person, followUps })
+      assertSound(run)
+      assert.strictEqual(run.result.reason, "stop")
+      assert.deepStrictEqual(roles(run.result.messages), ["user", "assistant", "toolResult", "user", "assistant", "toolResult"])
+      assert.deepStrictEqual(run.result.output, { name: "Eve", age: 40 })
     }))
 
   it.effect("a schema that is not an object is asked for under `value` and unwrapped", () =>

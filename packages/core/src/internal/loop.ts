@@ -333,6 +333,16 @@ const drive = (
       if (answers !== undefined) {
         if (answers.accepted !== undefined) {
           if (signal?.aborted) return { reason: "aborted" }
+          // an accepted answer is the run's stop: as there, late steering and follow-ups restart it,
+          // and the run then needs an answer again
+          const more = [...yield* drain(steering), ...yield* drain(followUps)]
+          if (more.length > 0) {
+            const bad = checkPushed(more, "followUp")
+            if (bad !== undefined) return { reason: "error", error: bad }
+            answers.accepted = undefined
+            yield* appendUserMessages(state, emit, more, "followUp")
+            continue
+          }
           state.output = { value: answers.accepted.value }
           return { reason: "stop" }
         }
