@@ -576,8 +576,8 @@ const makeAgent = (
         const w = waiting.get(callId)
         if (w === undefined) return
         waiting.delete(callId)
-        if (w.question !== undefined) yield* Fiber.interrupt(w.question)
         if (w.answeredHere) return
+        if (w.question !== undefined) yield* Fiber.interrupt(w.question)
         const base = { toolCallId: callId, name: w.call.name, askedAt: w.askedAt }
         const details = result?.details as { reason?: unknown; denial?: unknown } | undefined
         if (result === undefined) {
@@ -679,7 +679,8 @@ const makeAgent = (
           return undefined
         }
         const result = outcome.value
-        const rewritten = yield* reconcileSession(root, log.file, runId, result.messages.slice(runInput.length)).pipe(
+        // a run taken over from an earlier process may have records written twice: always rebuilt
+        const rewritten = yield* reconcileSession(root, log.file, runId, result.messages.slice(runInput.length), !live).pipe(
           Effect.mapError((e) => new CliError(e.message))
         )
         if (rewritten) {

@@ -253,12 +253,77 @@ export const sameMessages = (lines: ReadonlyArray<string>, expected: ReadonlyArr
   return found.length === wanted.length && found.every((m, i) => m === wanted[i])
 }
 
+/** The key of a record that a call or turn run again after a restart writes again (the last one counts). */
+const repeatKey = (record: Record<string, unknown>): string | undefined => {
+  switch (record["type"]) {
+    case "turn_start":
+      return `turn|${String(record["step"])}`
+    case "tool_start":
+    case "tool_end":
+    case "approval_request":
+      return `${String(record["type"])}|${String(record["toolCallId"])}`
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The lines of a run after its prompt, rebuilt from its records (in file order, a turn or call
+ * recorded twice — it ran again after a restart — keeping its last record) and its journaled
+ * messages (in transcript order): each assistant message after its turn's `turn_start`, each
+ * tool result after its call's `tool_end`, as a run writes them live.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const rebuildRun = (after: ReadonlyArray<string>, messages: ReadonlyArray<Message>): Array<string> => {
+  const parsed = after.flatMap((line) => {
+    try {
+      const value: unknown = JSON.parse(line)
+      return isObject(value) && !("role" in value) ? [{ line, record: value }] : []
+    } catch {
+      return []
+    }
+  })
+  const last = new Map<string, number>()
+  parsed.forEach(({ record }, i) => {
+    const key = repeatKey(record)
+    if (key !== undefined) last.set(key, i)
+  })
+  const records = parsed.filter(({ record }, i) => {
+    const key = repeatKey(record)
+    return key === undefined || last.get(key) === i
+  })
+  const out: Array<string> = []
+  let next = 0
+  /** Writes the records up to and including the first one from `next` that `test` accepts (none if no record does). */
+  const flushThrough = (test: (record: Record<string, unknown>) => boolean) => {
+    const at = records.findIndex((r, i) => i >= next && test(r.record))
+    if (at < 0) return
+    for (; next <= at; next++) out.push(records[next]!.line)
+  }
+  let step = 0
+  for (const message of messages) {
+    if (message.role === "assistant") {
+      step++
+      const s = step
+      flushThrough((r) => r["type"] === "turn_start" && r["step"] === s)
+    } else if (message.role === "toolResult") {
+      const id = message.toolCallId
+      flushThrough((r) => r["type"] === "tool_end" && r["toolCallId"] === id)
+    }
+    out.push(JSON.stringify(message))
+  }
+  for (; next < records.length; next++) out.push(records[next]!.line)
+  return out
+}
+
 /**
  * Brings a session file in line with a run's journaled transcript (`messages`: what the run
- * added after its prompt). Nothing is written when the file already holds exactly those messages;
- * otherwise (a process was killed while the run went on, or another process ran its end) the
- * file is rewritten in one step: every line up to the run's prompt, the run's records, then the
- * journaled messages in transcript order. Returns whether it rewrote the file.
+ * added after its prompt). Nothing is written when the file already holds exactly those messages
+ * and `always` is false; otherwise (a process was killed while the run went on) the run's part of
+ * the file is rebuilt (`rebuildRun`) and the file replaced in one step. Returns whether it
+ * rewrote the file.
  *
  * @since 0.1.0
  * @category sessions
@@ -267,7 +332,8 @@ export const reconcileSession = (
   root: string,
   file: string,
   runId: string,
-  messages: ReadonlyArray<Message>
+  messages: ReadonlyArray<Message>,
+  always = false
 ): Effect.Effect<boolean, DurableCliError> =>
   Effect.gen(function*() {
     const text = yield* Effect.try({
@@ -276,16 +342,8 @@ export const reconcileSession = (
     })
     const split = splitAtRun(text, runId)
     if (split === undefined) return yield* Effect.fail(new DurableCliError(`${file} has no run ${runId}`))
-    if (sameMessages(split.after, messages)) return false
-    const records = split.after.filter((line) => {
-      try {
-        const value: unknown = JSON.parse(line)
-        return isObject(value) && !("role" in value)
-      } catch {
-        return false
-      }
-    })
-    const lines = [...split.before, ...records, ...messages.map((m) => JSON.stringify(m))]
+    if (!always && sameMessages(split.after, messages)) return false
+    const lines = [...split.before, ...rebuildRun(split.after, messages)]
     yield* WorkspaceIO.writeFile(root, file, `${lines.join("\n")}\n`).pipe(
       Effect.mapError((e) => new DurableCliError(e.message))
     )

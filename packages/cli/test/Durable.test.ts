@@ -4,6 +4,7 @@ import { join } from "node:path"
 import { loadTranscript, pairingViolations } from "@agentloop/core"
 import type { LoopEvent, ToolResultMessage } from "@agentloop/core"
 import { checkInvariants } from "@agentloop/testkit"
+import { buildTimeline, parseSessionText } from "../src/view/index.ts"
 import { Effect } from "effect"
 import { NodeServices } from "@effect/platform-node"
 import {
@@ -169,6 +170,11 @@ describe("agentloop --durable", () => {
         checkInvariants({ input: messages.slice(0, 1), result: { messages, reason: "stop", steps: ends[0]!["steps"] as number }, events }),
         []
       )
+      // the viewer's checks hold too: the call that ran twice is recorded once (its last run), each turn once
+      const timeline = buildTimeline(parseSessionText(readFileSync(file!, "utf8")))
+      for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
+      const lanes = timeline.runs[0]!.turns[0]!.lanes
+      assert.deepStrictEqual(lanes.map((l) => [l.toolCallId, l.status, l.startedAt !== undefined]), [["r1", "ok", true], ["b1", "ok", true]])
     } finally {
       for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL")
       await server.close()
@@ -267,6 +273,8 @@ describe("agentloop --durable", () => {
       const loaded = await load(file!)
       assert.strictEqual(loaded.repaired, 0)
       assert.deepStrictEqual(loaded.messages.map((m) => m.role), ["user", "assistant", "toolResult", "assistant"])
+      const timeline = buildTimeline(parseSessionText(readFileSync(file!, "utf8")))
+      for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
     } finally {
       await server.close()
     }

@@ -6,6 +6,7 @@ import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
 import { makeApprovalPolicy, parseAnswer, previewCall } from "../src/Approvals.ts"
 import type { ApprovalRecord } from "../src/Approvals.ts"
 import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER } from "../src/Compaction.ts"
+import { rebuildRun, sameMessages } from "../src/Durable.ts"
 import { stripControl } from "../src/Sanitize.ts"
 import { makeStyle } from "../src/Style.ts"
 
@@ -156,4 +157,41 @@ describe("compaction", () => {
       assert.strictEqual(again[0], summary)
       assert.strictEqual(requests.length, 1)
     }))
+})
+
+describe("a durable run's part of the session, rebuilt after a restart", () => {
+  it("records kept once (the last of a call or turn that ran again), each message after its turn's or call's record", () => {
+    const a1 = calls("r1", "b1")
+    const r1 = result("r1", "a")
+    const b1 = result("b1", "b")
+    const a2 = text("done")
+    const rec = (type: string, fields: Record<string, unknown>) => JSON.stringify({ type, at: 1, ...fields })
+    const after = [
+      rec("turn_start", { step: 1 }),
+      JSON.stringify(a1),
+      rec("tool_start", { toolCallId: "r1", name: "bash", n: "first process" }),
+      rec("tool_end", { toolCallId: "r1", isError: false }),
+      JSON.stringify(r1),
+      rec("tool_start", { toolCallId: "b1", name: "bash", n: "first process" }),
+      // killed; the next process runs b1 again
+      rec("tool_start", { toolCallId: "b1", name: "bash", n: "second process" }),
+      rec("tool_end", { toolCallId: "b1", isError: false }),
+      rec("turn_start", { step: 2 })
+    ]
+    const rebuilt = rebuildRun(after, [a1, r1, b1, a2])
+    assert.deepStrictEqual(rebuilt, [
+      after[0],
+      JSON.stringify(a1),
+      after[2],
+      after[3],
+      JSON.stringify(r1),
+      after[6],
+      after[7],
+      JSON.stringify(b1),
+      after[8],
+      JSON.stringify(a2)
+    ])
+    assert.isTrue(sameMessages(rebuilt, [a1, b1, r1, a2]), "the same messages, whatever the order of a batch's results")
+    assert.isFalse(sameMessages(after, [a1, r1, b1, a2]), "a result missing")
+  })
 })
