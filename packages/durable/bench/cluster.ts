@@ -72,6 +72,16 @@ const program = Effect.gen(function*() {
       }
     }).pipe(Effect.forkDetach)
   }
+  const cpuOf = (pid: number | undefined) => {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+      return (Number(fields[11]) + Number(fields[12])) * 10
+    } catch {
+      return 0
+    }
+  }
+  let runnerCpu = 0
+  client.child.on("exit", () => void (runnerCpu = runners.reduce((sum, r) => sum + cpuOf(r.child.pid), 0)))
   yield* awaitExit(client, 15 * 60_000)
   const { elapsed, results } = JSON.parse(readFileSync(settings.result, "utf8")) as {
     elapsed: number
@@ -103,11 +113,12 @@ const program = Effect.gen(function*() {
   console.log(`logs in ${dir}`)
   console.log(`${RUNS} runs x ${STEPS} steps on 3 runners (PostgreSQL, ${process.env["AGENTLOOP_TIMINGS"] === "fast" ? "fastTimings" : "balancedTimings"})${KILL_EVERY > 0 ? `, a runner killed every ${KILL_EVERY} ms (${kills} kills)` : ""}`)
   console.log(`elapsed ${(elapsed / 1000).toFixed(1)} s: ${((RUNS * STEPS) / (elapsed / 1000)).toFixed(1)} steps/s`)
+  console.log(`CPU of the ${runners.length} runners: ${(runnerCpu / 1000).toFixed(1)} s (${(runnerCpu / (RUNS * STEPS)).toFixed(1)} ms a step)`)
   console.log(`runs ended: ${results.length}/${RUNS} (${notStop} not "stop"); invariant violations: ${violations}`)
   console.log(`calls run again: ${reranAfterKill} after their runner was killed (at least once), ${reranWithoutKill} otherwise`)
 })
 
-Effect.runPromise(program.pipe(Effect.ensuring(Effect.sync(() => all.forEach((p) => p.child.kill("SIGKILL")))))).then(
+Effect.runPromise(program.pipe(Effect.ensuring(Effect.sync(() => all.forEach((p) => p.child.kill(process.env["BENCH_PROFILE"] ? "SIGTERM" : "SIGKILL")))))).then(
   () => process.exit(0),
   (error) => {
     console.error(error)

@@ -118,6 +118,12 @@ const TurnOutcomeSchema = Schema.Union([
   })
 ])
 
+/** What a turn activity journals: the boundary before the request, and the turn's outcome. */
+const TurnRecordSchema = Schema.Union([
+  Schema.TaggedStruct("Aborted", {}),
+  Schema.TaggedStruct("Turn", { steering: Schema.Array(UserMessage), outcome: TurnOutcomeSchema })
+])
+
 const Boundary = Schema.Struct({
   aborted: Schema.Boolean,
   steering: Schema.Array(UserMessage),
@@ -228,41 +234,50 @@ const body = (config: DurableRunnerConfig) =>
       usage = sum
     }
 
-    /** A safe boundary: the abort flag and the messages pushed since the last one. */
-    const boundary = (name: string, step: number, withFollowUps: boolean) => {
+    /** Reads a safe boundary: the abort flag and the messages pushed since the last one. */
+    const readBoundary = (step: number, withFollowUps: boolean) => {
       const fromSteering = steeringRead
       const fromFollowUps = followUpsRead
-      return Activity.make({
-        name,
-        success: Boundary,
-        execute: Effect.gen(function*() {
-          if (yield* isAborted) return { aborted: true, steering: [], followUps: [] }
-          const steering = yield* retryStore(store.read(runId, "steering", fromSteering))
-          const followUps = withFollowUps ? yield* retryStore(store.read(runId, "followUp", fromFollowUps)) : []
-          yield* Effect.forEach(steering, (message, i) =>
-            emit(step, fromSteering + i, { type: "user_message", message, kind: "steering" }), { discard: true })
-          yield* Effect.forEach(followUps, (message, i) =>
-            emit(step, fromFollowUps + i, { type: "user_message", message, kind: "followUp" }), { discard: true })
-          return { aborted: false, steering, followUps }
-        })
+      return Effect.gen(function*() {
+        if (yield* isAborted) return { aborted: true, steering: [], followUps: [] }
+        const steering = yield* retryStore(store.read(runId, "steering", fromSteering))
+        const followUps = withFollowUps ? yield* retryStore(store.read(runId, "followUp", fromFollowUps)) : []
+        yield* Effect.forEach(steering, (message, i) =>
+          emit(step, fromSteering + i, { type: "user_message", message, kind: "steering" }), { discard: true })
+        yield* Effect.forEach(followUps, (message, i) =>
+          emit(step, fromFollowUps + i, { type: "user_message", message, kind: "followUp" }), { discard: true })
+        return { aborted: false, steering, followUps }
       })
     }
 
+    /** A safe boundary on its own (when the run would stop, or at its step limit), journaled. */
+    const boundary = (name: string, step: number, withFollowUps: boolean) =>
+      Activity.make({ name, success: Boundary, execute: readBoundary(step, withFollowUps) })
+
+    /**
+     * The safe boundary before a model request and the request itself, journaled together (one
+     * journal write a step instead of two): aborted, or the steering messages read and the turn's
+     * outcome with them in its request.
+     */
     const turn = (step: number) => {
-      const request = systemPrompt === undefined ?
-        { messages: transcript.slice(), tools: executor.definitions } :
-        { systemPrompt, messages: transcript.slice(), tools: executor.definitions }
+      const boundaryRead = readBoundary(step - 1, false)
       return Activity.make({
         name: `turn/${step}`,
-        success: TurnOutcomeSchema,
-        execute: Effect.tap(
+        success: TurnRecordSchema,
+        execute: Effect.gen(function*() {
+          const top = yield* boundaryRead
+          if (top.aborted) return { _tag: "Aborted" as const }
+          const messages = [...transcript, ...top.steering]
+          const request = systemPrompt === undefined ?
+            { messages, tools: executor.definitions } :
+            { systemPrompt, messages, tools: executor.definitions }
           // no signal: an abort is taken at the next boundary, a running turn finishes
-          streamTurn(model, request, (event) => emit(step, undefined, event), undefined),
-          (outcome) =>
-            outcome._tag === "Message" ?
-              emit(step, undefined, { type: "assistant_message", message: outcome.message }) :
-              Effect.void
-        )
+          const outcome = yield* streamTurn(model, request, (event) => emit(step, undefined, event), undefined)
+          if (outcome._tag === "Message") {
+            yield* emit(step, undefined, { type: "assistant_message", message: outcome.message })
+          }
+          return { _tag: "Turn" as const, steering: top.steering, outcome }
+        })
       })
     }
 
@@ -410,14 +425,20 @@ const body = (config: DurableRunnerConfig) =>
     const drive = Effect.gen(function*() {
       if (!prepared.ok) return { reason: "error", error: `bad input: ${prepared.error}` } satisfies Outcome
       while (true) {
-        const top = yield* boundary(`boundary/${steps}`, steps, false)
-        if (top.aborted) return { reason: "aborted" } satisfies Outcome
-        steeringRead += top.steering.length
-        transcript.push(...top.steering)
-        if (steps >= maxSteps) return { reason: "maxSteps" } satisfies Outcome
-        steps++
-        const step = steps
-        const outcome = yield* turn(step)
+        if (steps >= maxSteps) {
+          const top = yield* boundary(`boundary/${steps}`, steps, false)
+          if (top.aborted) return { reason: "aborted" } satisfies Outcome
+          steeringRead += top.steering.length
+          transcript.push(...top.steering)
+          return { reason: "maxSteps" } satisfies Outcome
+        }
+        const step = steps + 1
+        const record = yield* turn(step)
+        if (record._tag === "Aborted") return { reason: "aborted" } satisfies Outcome
+        steeringRead += record.steering.length
+        transcript.push(...record.steering)
+        steps = step
+        const outcome = record.outcome
         if (outcome._tag === "Ended") return outcome.outcome satisfies Outcome
         const message = outcome.message
         const calls = toolCallsOf(message)
