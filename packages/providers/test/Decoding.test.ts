@@ -146,6 +146,21 @@ const expectedEvents = (provider: Provider): Exit.Exit<ReadonlyArray<ModelEvent>
 const bodies: Record<Provider, Uint8Array> = { anthropic: utf8(anthropicBody), openai: utf8(openAiBody) }
 
 describe("decoding the event stream", () => {
+  it.effect("an event growing past 10 MiB without ending is a protocol failure, not a heap that grows", () =>
+    Effect.gen(function*() {
+      const piece = utf8("x".repeat(64 * 1024))
+      const chunks = [utf8("data: "), ...Array.from({ length: 161 }, () => piece)]
+      const exit = yield* decodeChunks("openai", chunks)
+      assert.deepStrictEqual(
+        exit,
+        Exit.fail({
+          message: "malformed event stream from P: Pending SSE event exceeded the maximum size of 10485760",
+          reason: "protocol",
+          retryable: false
+        })
+      )
+    }))
+
   for (const provider of ["anthropic", "openai"] as const) {
     const body = bodies[provider]
 

@@ -9,7 +9,7 @@ import { Array as Arr, Cause, Clock, Duration, Effect, Option, Pull, Random, Res
 import type { Schema } from "effect"
 import { Model, ModelError } from "@agentloop/core"
 import type { AssistantMessage, ModelErrorReason, ModelEvent, ModelRequest } from "@agentloop/core"
-import { Sse } from "effect/encoding"
+import type { Sse } from "effect/encoding"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientError, HttpClientResponse } from "effect/http"
 import { modelInfo, usageCost } from "../Models.ts"
@@ -18,6 +18,7 @@ import { backoffDelay, retryAfterOf, shouldRetryResponse } from "../Retry.ts"
 import type { RetryPolicy } from "../Retry.ts"
 import { FINISH_GRACE } from "../Timeouts.ts"
 import type { TimeoutPolicy } from "../Timeouts.ts"
+import { makeEventParser } from "./sse.ts"
 import { makeCleaner, scrub, secretForms } from "./text.ts"
 import type { Cleaner } from "./text.ts"
 
@@ -383,7 +384,7 @@ const send = (
 
 /**
  * The model events of a response body, decoded a network chunk at a time: each piece of text is
- * fed to effect's SSE parser, every event it completes goes through the wire protocol at once, and
+ * fed to the SSE parser (`./sse.ts`), every event it completes goes through the wire protocol at once, and
  * the model events of the chunk leave as one stream chunk. (Decoding event by event, with a
  * stream stage, an effect and a timeout per event, cost 10–20 µs per event: more than parsing it.)
  *
@@ -425,8 +426,8 @@ export const modelEvents = (
         for (const event of step.events) events.push(event)
         if (step.finished) state.finished = ended = true
       }
-      const parser = Sse.makeParser((event) => {
-        if (event._tag !== "Event" || failure !== undefined || ended) return
+      const parser = makeEventParser((event) => {
+        if (failure !== undefined || ended) return
         sawEvent = true
         apply(protocol.onEvent(event))
       })
@@ -436,7 +437,7 @@ export const modelEvents = (
           if (failure !== undefined || ended) break
           if (error !== undefined) {
             failure = {
-              message: `malformed event stream from ${call.provider}: ${clean(error.message, 200)}`,
+              message: `malformed event stream from ${call.provider}: ${clean(error, 200)}`,
               reason: "protocol",
               retryable: false
             }
