@@ -10,7 +10,9 @@
  * of a warm cell, default 7, tripled under 100 ms), `BENCH_AISDK=0|1` (include the AI SDK; default 1,
  * 0 quick), `BENCH_ONLY` (comma-separated cell ids, e.g. `b100,g`), `BENCH_MAX_OTHERS` (cores other
  * processes may use during a sample before it is repeated once, default 0.8; quick: never repeated), `BENCH_DIST=1` (run
- * `@agentloop/core` from its built `dist/` instead of its sources).
+ * `@agentloop/core` from its built `dist/` instead of its sources), `BENCH_BASELINE` (the path of a module
+ * exporting an `agentloop` contender built on another core, e.g. the core before a change: it runs
+ * beside the others as "agentloop (baseline)", so a before/after comparison shares the machine's load).
  *
  * @since 0.1.0
  */
@@ -50,11 +52,13 @@ interface ContenderInfo {
 const allContenders: ReadonlyArray<ContenderInfo> = [
   { key: "floor", label: "floor (minimal loop)" },
   { key: "agentloop", label: "agentloop" },
+  { key: "baseline", label: "agentloop (baseline)" },
   { key: "pi", label: "pi-agent-core (cheapest)" },
   { key: "piFilter", label: "pi-agent-core (default filter)" },
   { key: "aisdk", label: "AI SDK (streamText)" }
 ]
-const contenders = allContenders.filter((c) => c.key !== "aisdk" || withAisdk)
+const baseline = process.env["BENCH_BASELINE"]
+const contenders = allContenders.filter((c) => (c.key !== "aisdk" || withAisdk) && (c.key !== "baseline" || baseline !== undefined))
 
 interface Cell {
   readonly id: string
@@ -330,12 +334,15 @@ interface Row {
   readonly digits?: number
 }
 
-/** agentloop's cost ÷ the other's (below 1: agentloop is cheaper; n/a when the other's is 0). */
-const ratio = (row: Row, other: ContenderKey): number => {
-  const a = row.values.agentloop
+/** One contender's cost ÷ another's (n/a when the other's is 0). */
+const ratioOf = (row: Row, one: ContenderKey, other: ContenderKey): number => {
+  const a = row.values[one]
   const b = row.values[other]
   return a === undefined || b === undefined || !(b > 0) ? Number.NaN : a / b
 }
+
+/** agentloop's cost ÷ the other's (below 1: agentloop is cheaper). */
+const ratio = (row: Row, other: ContenderKey): number => ratioOf(row, "agentloop", other)
 
 const rowsOf = (mode: Mode, results: Results[Mode]): Array<Row> => {
   const rows: Array<Row> = []
@@ -418,6 +425,7 @@ const table = (rows: ReadonlyArray<Row>): string => {
 
 /** The goals of issue 15, cell by cell: both ratios, cold and warm, and (b)'s µs above the floor. */
 const summary = (cold: ReadonlyArray<Row>, warm: ReadonlyArray<Row>): string => {
+  const withBaseline = contenders.some((c) => c.key === "baseline")
   const head = [
     "cell",
     "metric",
@@ -425,7 +433,8 @@ const summary = (cold: ReadonlyArray<Row>, warm: ReadonlyArray<Row>): string => 
     "warm ÷ pi (cheapest)",
     "cold ÷ floor",
     "warm ÷ floor",
-    "µs per step above the floor (cold / warm)"
+    "µs per step above the floor (cold / warm)",
+    ...(withBaseline ? ["baseline: cold ÷ pi / warm ÷ pi", "agentloop ÷ baseline (cold / warm)"] : [])
   ]
   const lines = [`| ${head.join(" | ")} |`, `|${head.map((_, i) => (i < 2 ? " --- " : " ---: ")).join("|")}|`]
   const key = (r: Row) => `${r.cell}/${r.metric}`
@@ -450,7 +459,17 @@ const summary = (cold: ReadonlyArray<Row>, warm: ReadonlyArray<Row>): string => 
           fmtRatio(w === undefined ? Number.NaN : ratio(w, "pi")),
           fmtRatio(c === undefined ? Number.NaN : ratio(c, "floor")),
           fmtRatio(w === undefined ? Number.NaN : ratio(w, "floor")),
-          any.metric.startsWith("µs per step") ? `${above(c)} / ${above(w)}` : ""
+          any.metric.startsWith("µs per step") ? `${above(c)} / ${above(w)}` : "",
+          ...(withBaseline ?
+            [
+              `${fmtRatio(c === undefined ? Number.NaN : ratioOf(c, "baseline", "pi"))} / ${
+                fmtRatio(w === undefined ? Number.NaN : ratioOf(w, "baseline", "pi"))
+              }`,
+              `${fmtRatio(c === undefined ? Number.NaN : ratio(c, "baseline"))} / ${
+                fmtRatio(w === undefined ? Number.NaN : ratio(w, "baseline"))
+              }`
+            ] :
+            [])
         ].join(" | ")
       } |`
     )

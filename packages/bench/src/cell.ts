@@ -71,6 +71,12 @@ export interface CellReport {
 const modules: Record<ContenderKey, () => Promise<Contender>> = {
   floor: async () => (await import("./contenders/floor.ts")).floor,
   agentloop: async () => (await import("./contenders/agentloop.ts")).agentloop,
+  // another build of agentloop (say, the core before a change), from a module exporting `agentloop`
+  baseline: async () => {
+    const path = process.env["BENCH_BASELINE"]
+    if (path === undefined) throw new Error("the baseline contender needs BENCH_BASELINE")
+    return { ...(await import(path) as { agentloop: Contender }).agentloop, key: "baseline", label: "agentloop (baseline)" }
+  },
   pi: async () => (await import("./contenders/pi.ts")).pi,
   piFilter: async () => (await import("./contenders/pi.ts")).piFilter,
   aisdk: async () => (await import("./contenders/aisdk.ts")).aisdk

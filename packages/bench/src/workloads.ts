@@ -81,7 +81,7 @@ export interface Contender {
  * @since 0.1.0
  * @category models
  */
-export type ContenderKey = "floor" | "agentloop" | "pi" | "piFilter" | "aisdk"
+export type ContenderKey = "floor" | "agentloop" | "baseline" | "pi" | "piFilter" | "aisdk"
 
 /**
  * The sizes of one set of workloads.
