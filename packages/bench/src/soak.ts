@@ -6,8 +6,14 @@
  * Exits with status 1 when a run breaks an invariant or the heap grows. Prints a summary and
  * writes `results/soak.json`.
  *
+ * Runs include structured output and sub-agents (the fault injector's `output` and `subAgents`):
+ * some runs have an output schema and final answers that are valid, invalid or given alongside
+ * other calls; some call a sub-agent whose own script is generated with the same faults, so aborts,
+ * hangs and interruptions land inside children too, and every run of the tree is checked.
+ *
  * Environment: `SOAK_RUNS` (default 10000), `SOAK_SEED` (default 20240601), `SOAK_WARMUP`
- * (default 3000 runs with another seed, before the baseline heap is taken).
+ * (default 3000 runs with another seed, before the baseline heap is taken), `SOAK_PLAIN=1` (runs
+ * without output schemas and sub-agents, as before issue 16).
  *
  * The heap is reported in all and split into data (objects: the new, old and large-object
  * spaces) and code (compiled code, bytecode and its metadata: the code and trusted spaces). The
@@ -30,6 +36,9 @@ const runs = Number(process.env["SOAK_RUNS"] ?? 10_000)
 const seed = Number(process.env["SOAK_SEED"] ?? 20_240_601)
 const warmupRuns = Number(process.env["SOAK_WARMUP"] ?? 3_000)
 const checkpointEvery = 1_000
+/** Structured output and sub-agents in the generated runs (off with SOAK_PLAIN=1). */
+const extended = process.env["SOAK_PLAIN"] !== "1"
+const generation = { output: extended, subAgents: extended }
 /** Growth of the whole heap from the baseline to the end that counts as a leak. */
 const leakBytes = 2 * 1024 * 1024
 
@@ -63,10 +72,13 @@ const fmtHeap = (h: Heap) => `${mb(h.totalBytes)} (data ${mb(h.dataBytes)}, code
 const main = async () => {
   if (!canCollect()) log("warning: node runs without --expose-gc: heap figures include garbage")
   const cpu = os.cpus()[0]?.model ?? "cpu"
-  log(`soak: ${runs.toLocaleString("en")} generated runs with faults, seed ${seed} (${cpu}, node ${process.version})`)
+  log(
+    `soak: ${runs.toLocaleString("en")} generated runs with faults${extended ? ", output schemas and sub-agents" : ""}, ` +
+      `seed ${seed} (${cpu}, node ${process.version})`
+  )
 
   // warm-up with another seed: JIT, module state and lazily built caches settle before the baseline
-  const warm = await Effect.runPromise(runFaultInjection({ runs: warmupRuns, seed: seed ^ 0x5EED }))
+  const warm = await Effect.runPromise(runFaultInjection({ runs: warmupRuns, seed: seed ^ 0x5EED, ...generation }))
   const heapBefore = await liveHeap()
   log(`warm-up: ${warmupRuns} runs, ${warm.violations} violations; heap before: ${fmtHeap(heapBefore)}`)
 
@@ -76,6 +88,7 @@ const main = async () => {
   const summary: FaultInjectionSummary = await Effect.runPromise(runFaultInjection({
     runs,
     seed,
+    ...generation,
     onRun: (index) =>
       (index + 1) % checkpointEvery === 0 ?
         Effect.promise(async () => {
@@ -136,6 +149,7 @@ const main = async () => {
           cpu: os.cpus()[0]?.model ?? "unknown",
           runs: summary.runs,
           seed: summary.seed,
+          outputAndSubAgents: extended,
           warmupRuns,
           violations: summary.violations,
           failedRuns: summary.failedRuns,

@@ -59,6 +59,41 @@ describe("fault injection", () => {
       ) assert.include(met, fault)
     }))
 
+  it.effect("runs with output schemas and sub-agents keep every invariant, down the tree of runs", () =>
+    Effect.gen(function*() {
+      const summary = yield* runFaultInjection({ runs: 400, seed: SEED, output: true, subAgents: true })
+      assert.deepStrictEqual(summary.failures.map((f) => ({ seed: f.seed, violations: f.violations })), [])
+      // met, not only planned: answers accepted, rejected and given alongside calls; sub-agents that
+      // answered, failed, and were stopped with their parent
+      const met = Object.keys(summary.faults)
+      for (
+        const fault of [
+          "output:answer",
+          "output:badAnswer",
+          "output:answerWithCalls",
+          "output:accepted",
+          "subagent:call",
+          "subagent:stop",
+          "subagent:error",
+          "subagent:aborted"
+        ]
+      ) assert.include(met, fault)
+      // the option is off by default: the plans of a seed are the same as without it
+      const plain = generateFaultPlan(faultSeed(SEED, 3))
+      assert.isUndefined(plain.output)
+      assert.isUndefined(plain.child)
+    }))
+
+  it("plans with output and sub-agents inject their faults in the children too", () => {
+    const seen = new Set<string>()
+    for (let i = 0; i < 300; i++) {
+      for (const f of faultsOf(generateFaultPlan(faultSeed(SEED, i), { output: true, subAgents: true }))) seen.add(f)
+    }
+    for (const f of ["child tool:hang", "child model:failStream", "child output:badAnswer", "subagent:call"]) {
+      assert.isTrue(seen.has(f), f)
+    }
+  })
+
   it("injects every kind of fault", () => {
     const seen = new Set<string>()
     for (let i = 0; i < 300; i++) for (const f of faultsOf(generateFaultPlan(faultSeed(SEED, i)))) seen.add(f)
