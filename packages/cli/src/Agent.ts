@@ -51,6 +51,7 @@ import { makeCompactor, knownContextWindow } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings } from "./Config.ts"
 import {
+  abortDurableRun,
   approveRun,
   denialReason,
   listWorkspaceRuns,
@@ -996,5 +997,21 @@ export const approveCommand = (options: {
     const line = yield* approveRun(root, options.run, options.call, options.answer, options.reason).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
+    process.stdout.write(`${line}\n`)
+  }).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
+
+/**
+ * `agentloop abort RUN`: aborts a durable run from any terminal (see `abortDurableRun`).
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const abortCommand = (options: {
+  readonly workspace: Option.Option<string>
+  readonly run: string
+}): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const root = yield* workspaceOf(options.workspace)
+    const line = yield* abortDurableRun(root, options.run).pipe(Effect.mapError((e) => new CliError(e.message)))
     process.stdout.write(`${line}\n`)
   }).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))

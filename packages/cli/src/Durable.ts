@@ -12,7 +12,7 @@
  */
 import { Effect, Layer } from "effect"
 import type { Message, TranscriptRecord } from "@agentloop/core"
-import { approve, embeddedClientLayer, listRuns, pendingApprovals, runnerLockFileOf } from "@agentloop/durable"
+import { abortRun, approve, embeddedClientLayer, listRuns, pendingApprovals, runnerLockFileOf } from "@agentloop/durable"
 import type { DurableRunStatus, DurableStore } from "@agentloop/durable"
 import type { WorkflowEngine } from "effect/workflow"
 import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs"
@@ -350,6 +350,37 @@ export const reconcileSession = (
     return true
   })
 
+/** The run `runId` of the workspace, from its session's records, when it has not ended. */
+const openRun = (root: string, runId: string, what: string) =>
+  Effect.gen(function*() {
+    const sessionId = sessionOfRun(runId)
+    const records = sessionId === undefined ? undefined : sessionRecords(root, sessionId)
+    const run = records === undefined ? undefined : recordedRuns(records).find((r) => r.runId === runId)
+    if (sessionId === undefined || run === undefined) {
+      return yield* Effect.fail(new DurableCliError(`unknown run ${runId} in ${root} (agentloop runs lists them)`))
+    }
+    if (run.end !== undefined) {
+      return yield* Effect.fail(new DurableCliError(`run ${runId} has ended (${run.end.reason}): nothing to ${what}`))
+    }
+    return { sessionId, run }
+  })
+
+/**
+ * `agentloop abort RUN`: aborts a durable run from any process. It is taken at the run's next
+ * safe boundary: calls waiting for approval or not started are answered skipped (`aborted`), a
+ * call already running finishes, and the run ends `aborted`. With no process running the run, it
+ * ends so when its command runs again.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const abortDurableRun = (root: string, runId: string): Effect.Effect<string, DurableCliError> =>
+  Effect.gen(function*() {
+    const { sessionId } = yield* openRun(root, runId, "abort")
+    yield* withClient(root, sessionId, abortRun(runId))
+    return `abort requested: run ${runId} ends at its next safe boundary (calls not started are skipped, a running call finishes)`
+  })
+
 /** The records of a session file, or undefined when it does not exist or cannot be read. */
 const sessionRecords = (root: string, sessionId: string): Array<TranscriptRecord> | undefined => {
   const path = nodePath.join(root, SESSIONS_FOLDER, `${sessionId}.jsonl`)
@@ -506,15 +537,7 @@ export const approveRun = (
   Effect.gen(function*() {
     const parsed = parseApproveAnswer(answer, reason)
     if (parsed instanceof DurableCliError) return yield* Effect.fail(parsed)
-    const sessionId = sessionOfRun(runId)
-    const records = sessionId === undefined ? undefined : sessionRecords(root, sessionId)
-    const run = records === undefined ? undefined : recordedRuns(records).find((r) => r.runId === runId)
-    if (sessionId === undefined || run === undefined) {
-      return yield* Effect.fail(new DurableCliError(`unknown run ${runId} in ${root} (agentloop runs lists them)`))
-    }
-    if (run.end !== undefined) {
-      return yield* Effect.fail(new DurableCliError(`run ${runId} has ended (${run.end.reason}): nothing to approve`))
-    }
+    const { sessionId } = yield* openRun(root, runId, "approve")
     // the database says which calls wait (the session's records may lag behind)
     const name = yield* withClient(
       root,

@@ -15,7 +15,7 @@ import type { ProviderConfigError } from "@agentloop/providers"
 import { scriptedModelLayer } from "@agentloop/testkit"
 import { codingToolsLayer } from "@agentloop/tools"
 import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
-import { approveCommand, chatCommand, runCommand, runsCommand, sessionsCommand } from "./Agent.ts"
+import { abortCommand, approveCommand, chatCommand, runCommand, runsCommand, sessionsCommand } from "./Agent.ts"
 import { ProviderName } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
@@ -340,6 +340,16 @@ const approveCmd = Command.make("approve", {
   )
 )
 
+const abortCmd = Command.make("abort", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  run: Argument.String("run").pipe(Argument.withDescription("the durable run's id (agentloop runs)"))
+}, abortCommand).pipe(
+  Command.withDescription(
+    "Abort a durable run from any terminal: calls waiting or not started are skipped, a running call finishes, " +
+      "the run ends aborted."
+  )
+)
+
 const view = Command.make("view", {
   session: Argument.String("session").pipe(Argument.optional),
   port: optionalInt("port", "port on 127.0.0.1 (default: any free one)"),
@@ -367,7 +377,7 @@ const view = Command.make("view", {
  */
 export const agentloop = Command.make("agentloop").pipe(
   Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
-  Command.withSubcommands([run, chat, sessions, runs, approveCmd, view, demo])
+  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, demo])
 )
 
 /**

@@ -279,4 +279,38 @@ describe("agentloop --durable", () => {
       await server.close()
     }
   }, 240_000)
+
+  it("agentloop abort from another process ends a waiting run aborted, the waiting call paired", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([{ calls: [{ id: "x1", name: "bash", args: { command: "touch never" } }] }])
+    try {
+      const cli = startCli(["run", "--durable", ...providerFlags(server), "abort me"], { cwd: ws, env: testEnv(ws) })
+      cli.endInput()
+      await cli.waitFor(/agentloop approve (\S+) x1 y\|n/, 90_000)
+      const runId = /agentloop approve (\S+) x1/.exec(cli.output())![1]!
+      const [unknown, abort] = await Promise.all(
+        [["abort", "20260101-000000-zzzz.1"], ["abort", runId]].map(async (args) => {
+          const p = startCli(args, { cwd: ws, env: testEnv(ws) })
+          const { code } = await p.exited
+          return { code, out: p.output(), err: p.stderr() }
+        })
+      )
+      assert.strictEqual(unknown!.code, 2)
+      assert.include(unknown!.err, "unknown run 20260101-000000-zzzz.1")
+      assert.strictEqual(abort!.code, 0, abort!.err)
+      assert.include(abort!.out, `abort requested: run ${runId}`)
+      assert.strictEqual((await cli.exited).code, 130, cli.output() + cli.stderr())
+      assert.include(cli.stderr(), "run ended: aborted")
+      assert.isFalse(existsSync(join(ws, "never")))
+      const [file] = sessionFiles(ws)
+      const loaded = await load(file!)
+      const last = loaded.messages[loaded.messages.length - 1] as ToolResultMessage
+      assert.deepStrictEqual([loaded.repaired, last.toolCallId, (last.details as { reason?: string }).reason], [0, "x1", "aborted"])
+      const again = startCli(["abort", runId], { cwd: ws, env: testEnv(ws) })
+      assert.strictEqual((await again.exited).code, 2)
+      assert.include(again.stderr(), `run ${runId} has ended (aborted): nothing to abort`)
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 })
