@@ -335,18 +335,51 @@ export const messagesProtocol = (options: {
     check?: (u: unknown) => A | undefined
   ) => decodeEvent(options.provider, options.clean, json, fast ? check : undefined, decoder)
 
-  const typeOf = (json: unknown): Result.Result<string, string> => {
-    if (fast && isJsonObject(json) && typeof json["type"] === "string") return Result.succeed(json["type"])
-    return Result.map(decode(json, decoders.envelope), (envelope) => envelope.type)
+  const typeOf = (json: unknown): Result.Result<string, string> =>
+    Result.map(decode(json, decoders.envelope), (envelope) => envelope.type)
+
+  // one key string per content block index, not one per event
+  const blockKeys: Array<string> = []
+  const keyOf = (index: number): string =>
+    Number.isInteger(index) && index >= 0 && index < 1024 ?
+      (blockKeys[index] ??= `block:${index}`) :
+      `block:${index}`
+
+  const onBlockDelta = (event: typeof BlockDelta.Type, events: Array<ModelEvent>): void => {
+    const key = keyOf(event.index)
+    const delta = event.delta
+    switch (delta.type) {
+      case "text_delta":
+        assembly.text(key, delta.text ?? "", events)
+        break
+      case "thinking_delta":
+        assembly.thinking(key, delta.thinking ?? "", events)
+        break
+      case "signature_delta":
+        assembly.signature(key, delta.signature ?? "")
+        break
+      case "input_json_delta":
+        assembly.toolCall(key, { fragment: delta.partial_json }, events)
+        break
+    }
   }
 
   const onEvent = (data: string): Step => {
     // the JSON is parsed once, then decoded by the shape its `type` names
     const json = parseJson(data)
     if (json === notJson) return fail(notJsonMessage(options.provider, options.clean, data), "protocol")
-    const type = typeOf(json)
-    if (Result.isFailure(type)) return fail(type.failure, "protocol")
     const events: Array<ModelEvent> = []
+    // the event most of a stream is made of, without a `Result` per step
+    const quick = fast && isJsonObject(json) && json["type"] === "content_block_delta" ? fastBlockDelta(json) : undefined
+    if (quick !== undefined) {
+      onBlockDelta(quick, events)
+      emitted += events.length
+      return emit(events)
+    }
+    const type = fast && isJsonObject(json) && typeof json["type"] === "string" ?
+      Result.succeed(json["type"]) :
+      typeOf(json)
+    if (Result.isFailure(type)) return fail(type.failure, "protocol")
     switch (type.success) {
       case "message_start": {
         const event = decode(json, decoders.message_start)
@@ -359,21 +392,21 @@ export const messagesProtocol = (options: {
       case "content_block_start": {
         const event = decode(json, decoders.content_block_start)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
-        const key = `block:${event.success.index}`
+        const key = keyOf(event.success.index)
         const block = event.success.content_block
         switch (block.type) {
           case "text":
-            events.push(...assembly.text(key, block.text ?? ""))
+            assembly.text(key, block.text ?? "", events)
             break
           case "thinking":
-            events.push(...assembly.thinking(key, block.thinking ?? ""))
+            assembly.thinking(key, block.thinking ?? "", events)
             assembly.signature(key, block.signature ?? "")
             break
           case "redacted_thinking":
             assembly.redactedThinking(key, block.data ?? "")
             break
           case "tool_use":
-            events.push(...assembly.toolCall(key, { id: block.id, name: block.name, initial: block.input }))
+            assembly.toolCall(key, { id: block.id, name: block.name, initial: block.input }, events)
             break
         }
         break
@@ -381,22 +414,7 @@ export const messagesProtocol = (options: {
       case "content_block_delta": {
         const event = decode(json, decoders.content_block_delta, fastBlockDelta)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
-        const key = `block:${event.success.index}`
-        const delta = event.success.delta
-        switch (delta.type) {
-          case "text_delta":
-            events.push(...assembly.text(key, delta.text ?? ""))
-            break
-          case "thinking_delta":
-            events.push(...assembly.thinking(key, delta.thinking ?? ""))
-            break
-          case "signature_delta":
-            assembly.signature(key, delta.signature ?? "")
-            break
-          case "input_json_delta":
-            events.push(...assembly.toolCall(key, { fragment: delta.partial_json }))
-            break
-        }
+        onBlockDelta(event.success, events)
         break
       }
       case "message_delta": {

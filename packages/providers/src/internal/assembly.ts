@@ -115,16 +115,20 @@ export class MessageAssembly {
     return created
   }
 
-  text(key: string, delta: string): ReadonlyArray<ModelEvent> {
-    if (delta.length === 0) return []
+  /** Appends a text delta; its event goes to `out` (returned). */
+  text(key: string, delta: string, out: Array<ModelEvent> = []): Array<ModelEvent> {
+    if (delta.length === 0) return out
     this.block(key, "text", () => ({ kind: "text", text: new TextBuilder() })).text.append(delta)
-    return [{ type: "text_delta", delta }]
+    out.push({ type: "text_delta", delta })
+    return out
   }
 
-  thinking(key: string, delta: string): ReadonlyArray<ModelEvent> {
-    if (delta.length === 0) return []
+  /** Appends a thinking delta; its event goes to `out` (returned). */
+  thinking(key: string, delta: string, out: Array<ModelEvent> = []): Array<ModelEvent> {
+    if (delta.length === 0) return out
     this.thinkingBlock(key).thinking.append(delta)
-    return [{ type: "thinking_delta", delta }]
+    out.push({ type: "thinking_delta", delta })
+    return out
   }
 
   /** Appends to the signature that lets the provider verify the thinking block when it is replayed. */
@@ -156,7 +160,7 @@ export class MessageAssembly {
   /**
    * Feeds one piece of a tool call. The first non-empty `id` and `name` win (some servers repeat
    * them, or send `""`, on every fragment); a call whose provider sends no id gets a made-up one.
-   * The first event of a call carries its name.
+   * The first event of a call carries its name. Its event, if any, goes to `out` (returned).
    */
   toolCall(
     key: string,
@@ -165,8 +169,9 @@ export class MessageAssembly {
       readonly name?: string | null | undefined
       readonly fragment?: string | null | undefined
       readonly initial?: unknown
-    }
-  ): ReadonlyArray<ModelEvent> {
+    },
+    out: Array<ModelEvent> = []
+  ): Array<ModelEvent> {
     const block = this.block(key, "toolCall", (): ToolCallBlock => ({
       kind: "toolCall",
       id: part.id !== undefined && part.id !== null && part.id.length > 0 ?
@@ -183,9 +188,14 @@ export class MessageAssembly {
     const fragment = part.fragment ?? ""
     block.arguments.append(fragment)
     const announce = !block.nameAnnounced && block.name !== ""
-    if (!announce && fragment.length === 0) return []
+    if (!announce && fragment.length === 0) return out
     block.nameAnnounced ||= announce
-    return [{ type: "toolcall_delta", id: block.id, ...(announce ? { name: block.name } : {}), delta: fragment }]
+    out.push(
+      announce ?
+        { type: "toolcall_delta", id: block.id, name: block.name, delta: fragment } :
+        { type: "toolcall_delta", id: block.id, delta: fragment }
+    )
+    return out
   }
 
   /** Sets the arguments of the call under `key` as the provider decoded them (they must be an object). */

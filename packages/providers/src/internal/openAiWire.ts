@@ -342,16 +342,19 @@ export const chatProtocol = (options: {
     if (choice !== undefined) {
       const delta = choice.delta
       if (delta !== undefined && delta !== null) {
-        events.push(...assembly.thinking("reasoning", delta.reasoning_content || delta.reasoning || ""))
-        events.push(...assembly.text("text", delta.content ?? ""))
-        events.push(...assembly.text("text", delta.refusal ?? ""))
-        ;(delta.tool_calls ?? []).forEach((call, position) => {
-          events.push(...assembly.toolCall(toolKey(call, position), {
-            id: call.id,
-            name: call.function?.name,
-            fragment: call.function?.arguments
-          }))
-        })
+        assembly.thinking("reasoning", delta.reasoning_content || delta.reasoning || "", events)
+        assembly.text("text", delta.content ?? "", events)
+        assembly.text("text", delta.refusal ?? "", events)
+        const calls = delta.tool_calls
+        if (calls !== undefined && calls !== null) {
+          calls.forEach((call, position) => {
+            assembly.toolCall(toolKey(call, position), {
+              id: call.id,
+              name: call.function?.name,
+              fragment: call.function?.arguments
+            }, events)
+          })
+        }
       }
       if (finishReason === undefined && typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
         finishReason = choice.finish_reason
