@@ -4,15 +4,20 @@
  * workload run several times first). Prints the tables (markdown) and writes
  * `results/results.json` and `results/chart.svg`.
  *
- * Environment: `BENCH_QUICK=1` (small sizes, fewer processes, no AI SDK: about a minute; results
- * in `results/quick/`), `BENCH_COLD_RUNS` (cold processes per cell, default 5; 3 quick),
- * `BENCH_WARM_RUNS` (full runs before a warm cell measures, default 5), `BENCH_RUNS` (measured runs
- * of a warm cell, default 7, tripled under 100 ms), `BENCH_AISDK=0|1` (include the AI SDK; default 1,
- * 0 quick), `BENCH_ONLY` (comma-separated cell ids, e.g. `b100,g`), `BENCH_MAX_OTHERS` (cores other
- * processes may use during a sample before it is repeated once, default 0.8; quick: never repeated), `BENCH_DIST=1` (run
- * `@agentloop/core` from its built `dist/` instead of its sources), `BENCH_BASELINE` (the path of a module
- * exporting an `agentloop` contender built on another core, e.g. the core before a change: it runs
- * beside the others as "agentloop (baseline)", so a before/after comparison shares the machine's load).
+ * Environment:
+ * - `BENCH_QUICK=1`: small sizes, one process per cell and mode, no repeats (about a minute; results
+ *   in `results/quick/`).
+ * - `BENCH_COLD_RUNS`: cold processes per cell (default 5; 1 quick); memory cells take at most 3.
+ * - `BENCH_WARM_RUNS`: full runs before a warm cell measures (default 5; 3 quick).
+ * - `BENCH_RUNS`: measured runs of a warm cell (default 7; 5 quick), tripled when they are under 100 ms.
+ * - `BENCH_AISDK=1`: include the AI SDK (it takes about as long as all the others together).
+ * - `BENCH_ONLY`: comma-separated cell ids (`a`, `b100`, `b500`, `b2000`, `c`, `d`, `g`).
+ * - `BENCH_MAX_OTHERS`: cores other processes may keep busy during a sample before it is taken
+ *   again, once (default 0.8; quick: never); at most a quarter of the samples are.
+ * - `BENCH_DIST=1`: run `@agentloop/core` from its built `dist/` instead of its sources.
+ * - `BENCH_BASELINE`: the path of a module exporting an `agentloop` contender built on another core
+ *   (the core before a change): it runs beside the others as "agentloop (baseline)", so a
+ *   before/after comparison shares the machine's load.
  *
  * @since 0.1.0
  */
@@ -36,7 +41,8 @@ const coldMemoryProcesses = Math.min(coldProcesses, 3)
 const warmRuns = env("BENCH_WARM_RUNS", quick ? 3 : 5)
 const runs = env("BENCH_RUNS", quick ? 5 : 7)
 const memoryRuns = 3
-const withAisdk = (process.env["BENCH_AISDK"] ?? (quick ? "0" : "1")) === "1"
+/** The AI SDK is 20–100× slower than the rest: about half the bench's time. Not in the default run. */
+const withAisdk = process.env["BENCH_AISDK"] === "1"
 const only = process.env["BENCH_ONLY"]?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
 const maxOthers = env("BENCH_MAX_OTHERS", quick ? Number.POSITIVE_INFINITY : 0.8)
 /** A busy sample is taken again once; at most a quarter of the samples are (a machine busy throughout gains nothing). */
