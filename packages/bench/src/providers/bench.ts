@@ -6,9 +6,11 @@
  * in a rotating order; the table gives medians.
  *
  * `node packages/bench/src/providers/bench.ts` (Node 22). Environment: `BENCH_PROVIDERS_MB`
- * (size of the large response, default 12), `BENCH_PROVIDERS_RUNS` (processes per cell, default 5),
+ * (size of the large response, default 12; 10 with `BENCH_QUICK=1`), `BENCH_PROVIDERS_RUNS` (processes per cell, default 5),
  * `BENCH_QUICK=1` (3 processes per cell, about a minute), `BENCH_PROVIDERS_ONLY` (`openai` or
- * `anthropic`), `BENCH_PROVIDERS_CONTENDERS` (a comma-separated subset of `agentloop,sdk,sdk-final`), `BENCH_PROVIDERS_JSON` (a file to write the figures to).
+ * `anthropic`), `BENCH_PROVIDERS_CONTENDERS` (a comma-separated subset of `agentloop,sdk,sdk-final`),
+ * `BENCH_PROVIDERS_BEFORE` (the `packages/providers/src/index.ts` of another checkout, measured as
+ * one more contender: before → after under the same load), `BENCH_PROVIDERS_JSON` (a file to write the figures to).
  *
  * @since 0.1.0
  */
@@ -25,15 +27,23 @@ import type { GeneratedStream } from "./wire.ts"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const quick = process.env["BENCH_QUICK"] === "1"
-const megabytes = Number(process.env["BENCH_PROVIDERS_MB"] ?? 12)
+const megabytes = Number(process.env["BENCH_PROVIDERS_MB"] ?? (quick ? 10 : 12))
 const runs = Number(process.env["BENCH_PROVIDERS_RUNS"] ?? (quick ? 3 : 5))
 const only = process.env["BENCH_PROVIDERS_ONLY"]
 const providers: ReadonlyArray<ProviderKey> = (["openai", "anthropic"] as const).filter((p) => only === undefined || p === only)
-const contenders: ReadonlyArray<ContenderKey> = (["agentloop", "sdk", "sdk-final"] as const).filter(
-  (c) => process.env["BENCH_PROVIDERS_CONTENDERS"] === undefined || process.env["BENCH_PROVIDERS_CONTENDERS"].split(",").includes(c)
+const before = process.env["BENCH_PROVIDERS_BEFORE"]
+const contenders: ReadonlyArray<ContenderKey> = (["agentloop", "agentloop-before", "sdk", "sdk-final"] as const).filter(
+  (c) =>
+    (c !== "agentloop-before" || before !== undefined) &&
+    (process.env["BENCH_PROVIDERS_CONTENDERS"] === undefined ||
+      process.env["BENCH_PROVIDERS_CONTENDERS"].split(",").includes(c))
 )
 const names: Record<ContenderKey, Record<ProviderKey, string>> = {
   agentloop: { openai: "agentloop openAiCompatFetchLayer", anthropic: "agentloop anthropicFetchLayer" },
+  "agentloop-before": {
+    openai: "agentloop openAiCompatFetchLayer (BENCH_PROVIDERS_BEFORE)",
+    anthropic: "agentloop anthropicFetchLayer (BENCH_PROVIDERS_BEFORE)"
+  },
   sdk: { openai: "openai: chat.completions.create (iterator)", anthropic: "@anthropic-ai/sdk: messages.create (iterator)" },
   "sdk-final": {
     openai: "openai: chat.completions.stream + finalChatCompletion()",

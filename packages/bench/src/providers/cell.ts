@@ -4,7 +4,9 @@
  * then the large one timed, then the large one again sampling the live heap; prints one JSON line.
  *
  * Contenders: `agentloop` (the provider's `Model` layer, consumed by core's `streamTurn` as the
- * loop consumes it: every event, then the final message), `sdk` (the official client's raw
+ * loop consumes it: every event, then the final message), `agentloop-before` (the same, with the
+ * providers module at the path in `BENCH_PROVIDERS_BEFORE`: another checkout's
+ * `packages/providers/src/index.ts`, to compare two versions under the same load), `sdk` (the official client's raw
  * streaming iterator: events only, nothing assembled), `sdk-final` (the official client's stream
  * helper, iterated, then its assembled final message).
  *
@@ -14,7 +16,7 @@ import Anthropic from "@anthropic-ai/sdk"
 import { Effect, Layer } from "effect"
 import { Model, streamTurn } from "@agentloop/core"
 import type { AssistantMessage, ModelRequest } from "@agentloop/core"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
+import * as Providers from "@agentloop/providers"
 import { getHeapStatistics } from "node:v8"
 import OpenAI from "openai"
 
@@ -32,7 +34,7 @@ export type ProviderKey = "openai" | "anthropic"
  * @since 0.1.0
  * @category models
  */
-export type ContenderKey = "agentloop" | "sdk" | "sdk-final"
+export type ContenderKey = "agentloop" | "agentloop-before" | "sdk" | "sdk-final"
 
 /**
  * What one cell measured.
@@ -77,7 +79,10 @@ const digestOf = (message: AssistantMessage): string => {
   return `${message.stopReason} text=${text} calls=${calls} args=${args}`
 }
 
-const agentloopReader = async (provider: ProviderKey): Promise<Reader> => {
+const agentloopReader = async (provider: ProviderKey, before = false): Promise<Reader> => {
+  const path = process.env["BENCH_PROVIDERS_BEFORE"]
+  if (before && path === undefined) throw new Error("agentloop-before needs BENCH_PROVIDERS_BEFORE")
+  const { anthropicFetchLayer, openAiCompatFetchLayer }: typeof Providers = before ? await import(path!) : Providers
   const modelFor = (base: string) =>
     provider === "openai" ?
       openAiCompatFetchLayer({ model: "gpt-4o", baseUrl: `${base}/v1`, apiKey: "sk-bench", prices: false }) :
@@ -113,6 +118,7 @@ const anthropicParams = {
 const readers: Record<ProviderKey, Record<ContenderKey, () => Promise<Reader>>> = {
   openai: {
     agentloop: () => agentloopReader("openai"),
+    "agentloop-before": () => agentloopReader("openai", true),
     sdk: async () => async (base, onEvent) => {
       const stream = await openAiClient(base).chat.completions.create({ ...openAiParams, stream: true })
       let text = 0
@@ -136,6 +142,7 @@ const readers: Record<ProviderKey, Record<ContenderKey, () => Promise<Reader>>> 
   },
   anthropic: {
     agentloop: () => agentloopReader("anthropic"),
+    "agentloop-before": () => agentloopReader("anthropic", true),
     sdk: async () => async (base, onEvent) => {
       const stream = await anthropicClient(base).messages.create({ ...anthropicParams, stream: true })
       let text = 0
