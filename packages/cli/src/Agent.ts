@@ -550,7 +550,8 @@ const makeAgent = (
           if (answer.kind === "always") {
             always.add(call.name)
             yield* record({ ...base, decision: "always", by: "user" })
-            return yield* answerHere(runId, w, { approved: true })
+            // the run remembers it too (journaled), for its later calls of this tool after a restart
+            return yield* answerHere(runId, w, { approved: true, always: true })
           }
           yield* record({ ...base, decision: "denied", by: "user", ...(answer.reason === undefined ? {} : { reason: answer.reason }) })
           return yield* answerHere(runId, w, { approved: false, reason: denialReason(answer.reason) })

@@ -181,13 +181,18 @@ describe("agentloop --durable", () => {
     }
   }, 240_000)
 
-  it("chat --durable in a terminal: the first answer wins, from this terminal or from agentloop approve in another", async () => {
+  it("chat --durable in a terminal: the first answer wins, from this terminal (a: always for the tool) or agentloop approve in another; Ctrl-C aborts", async () => {
     const ws = makeWorkspace()
     const server = await scriptServer([
-      { calls: [{ id: "c1", name: "bash", args: { command: "echo one > a.txt" } }] },
+      { calls: [{ id: "c1", name: "write", args: { path: "a.txt", content: "one\n" } }] },
       { calls: [{ id: "c2", name: "bash", args: { command: "echo two > b.txt" } }] },
       { text: "all done" },
-      { calls: [{ id: "c3", name: "bash", args: { command: "echo three > c.txt" } }] }
+      {
+        calls: [
+          { id: "c3", name: "write", args: { path: "c.txt", content: "three\n" } },
+          { id: "c4", name: "bash", args: { command: "echo four > d.txt" } }
+        ]
+      }
     ])
     try {
       const cli = startCli(["chat", "--durable", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
@@ -196,7 +201,7 @@ describe("agentloop --durable", () => {
       await cli.waitFor("allow?", 90_000)
       assert.match(cli.output(), /or from another terminal: agentloop approve \S+ c1 y\|n/)
       let at = cli.output().length
-      cli.write("y\r")
+      cli.write("a\r")
       await cli.waitFor(/agentloop approve (\S+) c2 y\|n/, 90_000, at)
       await cli.waitFor("allow?", 90_000, at)
       const runId = /agentloop approve (\S+) c2/.exec(cli.output().slice(at))![1]!
@@ -214,7 +219,8 @@ describe("agentloop --durable", () => {
       await cli.waitFor("> ", 90_000, cli.output().lastIndexOf("run ended: aborted"))
       cli.write("/exit\r")
       assert.strictEqual((await cli.exited).code, 0, cli.output())
-      assert.isFalse(existsSync(join(ws, "c.txt")), "the call waiting when Ctrl-C came did not run")
+      assert.strictEqual(readFileSync(join(ws, "c.txt"), "utf8"), "three\n", "write was allowed for the session (a)")
+      assert.isFalse(existsSync(join(ws, "d.txt")), "the call waiting when Ctrl-C came did not run")
       assert.strictEqual(server.bodies.length, 4, "no request after the abort")
       assert.strictEqual(readFileSync(join(ws, "a.txt"), "utf8"), "one\n")
       assert.isFalse(existsSync(join(ws, "b.txt")), "the call denied from the other terminal did not run")
@@ -226,11 +232,15 @@ describe("agentloop --durable", () => {
       const loaded = await load(file!)
       assert.strictEqual(loaded.repaired, 0)
       const last = loaded.messages[loaded.messages.length - 1] as ToolResultMessage
-      assert.deepStrictEqual([last.toolCallId, (last.details as { reason?: string }).reason], ["c3", "aborted"])
+      assert.deepStrictEqual([last.toolCallId, (last.details as { reason?: string }).reason], ["c4", "aborted"])
       const approvals = lines.filter((l) => l["type"] === "approval")
       assert.deepStrictEqual(
         approvals.map((a) => [a["toolCallId"], a["decision"], a["by"], a["reason"], typeof a["askedAt"]]),
-        [["c1", "approved", "user", undefined, "number"], ["c2", "denied", "remote", "use the other file", "number"]]
+        [
+          ["c1", "always", "user", undefined, "number"],
+          ["c2", "denied", "remote", "use the other file", "number"],
+          ["c3", "approved", "policy", "always", "undefined"]
+        ]
       )
     } finally {
       await server.close()
