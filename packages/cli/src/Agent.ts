@@ -476,7 +476,6 @@ const makeAgent = (
       /** Whether its messages are written as they come (not for a run resumed from an earlier process). */
       readonly live: boolean
       readonly seen: Set<string>
-      readonly steps: Set<number>
     } | undefined
 
     // the model of the durable runner: a `turn_start` record per request of the followed run, then
@@ -487,7 +486,6 @@ const makeAgent = (
           const run = followed
           if (run !== undefined) {
             const step = request.messages.slice(run.inputLength).filter((m) => m.role === "assistant").length + 1
-            run.steps.add(step)
             yield* append({ type: "turn_start", at: yield* Clock.currentTimeMillis, step })
           }
           const messages = yield* compactor.transform(request.messages)
@@ -634,7 +632,9 @@ const makeAgent = (
       readonly scope: Scope.Closeable
       readonly context: Context.Context<WorkflowEngine.WorkflowEngine | DurableStore>
     } | undefined
-    const ensureRunner: Effect.Effect<NonNullable<typeof runner>, CliError> = Effect.gen(function*() {
+    // (built once, whoever needs it first: a run, or an answer typed while a resumed run starts)
+    const runnerLock = yield* Semaphore.make(1)
+    const ensureRunner: Effect.Effect<NonNullable<typeof runner>, CliError> = runnerLock.withPermits(1)(Effect.gen(function*() {
       if (runner !== undefined && runner.sessionId === log.id) return runner
       if (runner !== undefined) {
         yield* Scope.close(runner.scope, Exit.void)
@@ -655,12 +655,12 @@ const makeAgent = (
       )
       runner = { sessionId: log.id, scope: runnerScope, context }
       return runner
-    })
+    }))
 
     /** Starts (or joins) a durable run and follows it to its end, or until the program leaves. */
     const followRun = (runId: string, runInput: ReadonlyArray<Message>, live: boolean) =>
       Effect.gen(function*() {
-        followed = { runId, inputLength: runInput.length, live, seen: new Set(), steps: new Set() }
+        followed = { runId, inputLength: runInput.length, live, seen: new Set() }
         const r = yield* ensureRunner
         // Ctrl-C aborts the run at its next safe boundary; leaving (a second Ctrl-C, SIGTERM,
         // SIGHUP) keeps it for the next time
@@ -734,7 +734,7 @@ const makeAgent = (
       }
       history = runInput
       yield* renderer.line(style.dim(`↻ resuming the durable run ${run.runId}: ${stripControl(run.prompt).slice(0, 80)}`))
-      followed = { runId: run.runId, inputLength: runInput.length, live: false, seen: new Set(), steps: new Set() }
+      followed = { runId: run.runId, inputLength: runInput.length, live: false, seen: new Set() }
       for (const p of run.pending) {
         const call = calls.get(p.callId)
         if (call !== undefined) yield* awaitApproval(run.runId, call, p.askedAt)
