@@ -7,6 +7,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
+import { Effect } from "effect"
+import { runScripted, scriptedSubAgent, toolCall, turn } from "@agentloop/testkit"
 import type { Timeline } from "../src/view/index.ts"
 import { makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
 
@@ -66,6 +68,42 @@ describe("agentloop view on a session written by agentloop run", () => {
       assert.deepStrictEqual(await view.exited, { code: 130, signal: null })
     } finally {
       await server.close()
+    }
+  }, 120_000)
+
+  it("serves a transcript whose calls started sub-agents, each run nested under its call, two levels deep", async () => {
+    const messages = await Effect.runPromise(Effect.gen(function*() {
+      const checker = yield* scriptedSubAgent({ name: "checker", script: [turn.text("checked: fine")] })
+      const researcher = yield* scriptedSubAgent({
+        name: "researcher",
+        tools: [checker.tool],
+        script: [turn.toolCalls([toolCall("k1", "checker", { task: "check the notes" })]), turn.text("The notes say 42.")]
+      })
+      const run = yield* runScripted(
+        [turn.toolCalls([toolCall("s1", "researcher", { task: "find the answer" })]), turn.text("It is 42.")],
+        { tools: [researcher.tool], messages: [{ role: "user", content: "what is the answer?" }] }
+      )
+      assert.deepStrictEqual(run.violations, [])
+      return run.result.messages
+    }))
+    const ws = makeWorkspace()
+    writeFileSync(join(ws, "tree.jsonl"), messages.map((m) => JSON.stringify(m)).join("\n") + "\n")
+    const view = startCli(["view", "tree.jsonl"], { cwd: ws, env: testEnv(ws) })
+    try {
+      await view.waitFor(/open http:\/\/127\.0\.0\.1:\d+\//, 90_000)
+      const url = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(view.output())![1]!
+      const { timeline } = await (await fetch(`${url}api/session`)).json() as { timeline: Timeline }
+      const researcher = timeline.runs[0]!.turns[0]!.lanes[0]!.subAgent!
+      assert.deepStrictEqual([researcher.agent, researcher.reason, researcher.steps], ["researcher", "stop", 2])
+      const checker = researcher.turns[0]!.lanes[0]!.subAgent!
+      assert.deepStrictEqual([checker.agent, checker.task, checker.turns[0]!.text], ["checker", "check the notes", "checked: fine"])
+      for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
+      const page = await (await fetch(url)).text()
+      assert.strictEqual(page.match(/data-testid="subagent"/g)?.length, 2)
+      assert.isTrue(page.indexOf(`data-agent="researcher"`) < page.indexOf(`data-agent="checker"`))
+    } finally {
+      view.child.kill("SIGINT")
+      await view.exited
     }
   }, 120_000)
 })
