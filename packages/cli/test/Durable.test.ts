@@ -323,4 +323,38 @@ describe("agentloop --durable", () => {
       await server.close()
     }
   }, 240_000)
+
+  it("compaction works in a durable run: past 75% of --context-window the request carries the summary, the file keeps everything", async () => {
+    const ws = makeWorkspace()
+    const isSummaryRequest = (body: Record<string, unknown>) =>
+      JSON.stringify(body).includes("You summarise the earlier part of a coding session")
+    let turns = 0
+    const server = await scriptServer((body) => {
+      if (isSummaryRequest(body)) return { text: "Ran seq; it printed numbers." }
+      const index = turns++
+      if (index === 0) return { calls: [{ id: "s1", name: "bash", args: { command: "seq 1 400" } }] }
+      if (index < 3) return { calls: [{ id: `s${index + 1}`, name: "bash", args: { command: `echo step ${index}` } }] }
+      return { text: "finished" }
+    })
+    try {
+      const cli = startCli(["run", "--durable", "--yes", "--context-window", "1000", ...providerFlags(server), "count"], {
+        cwd: ws,
+        env: testEnv(ws)
+      })
+      const { code } = await cli.exited
+      assert.strictEqual(code, 0, cli.output() + cli.stderr())
+      assert.include(cli.output(), "compacted:")
+      const requests = server.bodies.filter((b) => !isSummaryRequest(b.body))
+      const last = JSON.stringify(requests[requests.length - 1]!.body["messages"])
+      assert.include(last, "[agentloop: summary of the earlier conversation")
+      assert.notInclude(last, "\\n399\\n", "the big output is summarised away")
+      const [file] = sessionFiles(ws)
+      const loaded = await load(file!)
+      assert.strictEqual(loaded.messages.length, 1 + 3 * 2 + 1, "the session file keeps the full history")
+      assert.include(JSON.stringify(loaded.messages), "399")
+      assert.isDefined(jsonLines(file!).find((l) => l["type"] === "compaction"))
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 })
