@@ -11,7 +11,7 @@ import type { ExecutorShape, ToolContext } from "./Executor.ts"
 import type { LoopEvent } from "./LoopEvent.ts"
 import type { ToolCall, ToolResultMessage } from "./Message.ts"
 import type { ToolDefinition } from "./Model.ts"
-import { describeCause as describeCauseText } from "./internal/common.ts"
+import { describeCause as describeCauseText, RunningCalls } from "./internal/common.ts"
 import { checkToolResult, errorResult, skippedResult } from "./Transcript.ts"
 
 /**
@@ -161,31 +161,46 @@ export const runToolCall = (
         effect as Effect.Effect<unknown, unknown> :
         Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
     })
-    // The call runs in a fiber of its own so that, when it is interrupted (abort, timeout, the
-    // run's interruption), its `AbortSignal` fires *before* the tool's own interrupt finalizers
-    // run: a tool's cleanup can rely on the signal having fired (a child process told to stop, a
-    // request cancelled), as it would with an AbortSignal-driven API.
-    const execution = Effect.uninterruptibleMask((restore) =>
+    // When the call is interrupted (abort, timeout, the run's interruption), its `AbortSignal`
+    // fires *before* the tool's own interrupt finalizers run: a tool's cleanup can rely on the
+    // signal having fired (a child process told to stop, a request cancelled), as it would with an
+    // AbortSignal-driven API. In a concurrent stage of the in-memory loop's batch, which fires the
+    // signals of its running calls before it interrupts them (`RunningCalls`), a call without a
+    // time limit runs in the fiber the stage gave it; otherwise it runs in a fiber of its own, whose
+    // interruption fires the signal first.
+    const forked = Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(
         Effect.forkChild(restore(started), { startImmediately: true }),
-        (fiber) =>
-          Effect.onInterrupt(
+        (fiber) => {
+          // a call that ended at once (a synchronous tool) needs no waiting and nothing to interrupt
+          const done = fiber.pollUnsafe()
+          return done !== undefined ? done : Effect.onInterrupt(
             restore(Fiber.join(fiber)),
             () => Effect.andThen(Effect.sync(() => controller.abort()), Fiber.interrupt(fiber))
           )
+        }
       )
     )
-    const limited = timeout === undefined ?
-      Effect.map(Effect.exit(execution), (exit) => resultOfExit(call, exit)) :
-      Effect.map(
-        Effect.exit(Effect.timeoutOption(execution, timeout)),
-        (exit) =>
-          Exit.isSuccess(exit) && Option.isNone(exit.value) ?
-            timedOutResult(call, timeout) :
-            resultOfExit(call, Exit.map(exit, (o) => Option.getOrUndefined(o as Option.Option<unknown>)))
-      )
-    return Effect.map(limited, (result) => {
+    const finish = (exit: Exit.Exit<unknown, unknown>) => {
       ended = true
-      return result
+      return resultOfExit(call, exit)
+    }
+    if (timeout === undefined) {
+      return Effect.withFiber((fiber) => {
+        const running = fiber.getRef(RunningCalls)
+        if (running === undefined) return Effect.map(Effect.exit(forked), finish)
+        running.set(controller, fiber)
+        return Effect.map(Effect.exit(started), (exit) =>
+          // no longer registered: the stage stopped the call (fired its signal, and is interrupting
+          // it), so it ended by the interruption, as a call in a fiber of its own would have
+          finish(running.delete(controller) ? exit : Exit.interrupt(fiber.id)))
+      })
+    }
+    return Effect.map(Effect.exit(Effect.timeoutOption(forked, timeout)), (exit) => {
+      if (Exit.isSuccess(exit) && Option.isNone(exit.value)) {
+        ended = true
+        return timedOutResult(call, timeout)
+      }
+      return finish(Exit.map(exit, (o) => Option.getOrUndefined(o as Option.Option<unknown>)))
     })
   })

@@ -10,6 +10,8 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer, PubSub, Queue } from "effect"
+import { sinkCallback } from "./internal/common.ts"
+import type { SinkCallback } from "./internal/common.ts"
 import type { LoopEvent } from "./LoopEvent.ts"
 
 /**
@@ -54,14 +56,17 @@ export const callbackSinkLayer = <R = never>(
 ): Layer.Layer<EventSink, never, R> =>
   Layer.effect(
     EventSink,
-    Effect.map(Effect.context<R>(), (context) =>
-      EventSink.of({
+    Effect.map(Effect.context<R>(), (context) => {
+      const service = EventSink.of({
         emit: (event) =>
           Effect.suspend(() => {
             const out = onEvent(event)
             return Effect.isEffect(out) ? Effect.provideContext(out, context) : Effect.void
           })
-      }))
+      })
+      const direct: SinkCallback = { onEvent, context: context as Context.Context<never> }
+      return Object.assign(service, { [sinkCallback]: direct })
+    })
   )
 
 /**

@@ -1,7 +1,8 @@
 /**
  * Small pieces the loop's engine modules share.
  */
-import { Cause, Duration, Effect, Inspectable, Option } from "effect"
+import { Cause, Context, Duration, Effect, Inspectable, Option } from "effect"
+import type { Fiber } from "effect"
 import type { LoopEvent } from "../LoopEvent.ts"
 import type { Usage } from "../Message.ts"
 
@@ -68,4 +69,45 @@ export const subAgentUsageOf = (details: unknown): Usage | undefined => {
   if (typeof usage !== "object" || usage === null) return undefined
   const { input, output } = usage as { readonly input?: unknown; readonly output?: unknown }
   return typeof input === "number" && typeof output === "number" ? usage as Usage : undefined
+}
+
+/**
+ * The `AbortController`s of the calls running now in a concurrent stage of the in-memory loop's
+ * batch, set for the fiber that runs the stage. A call that finds it (and has no time limit) runs
+ * in the fiber the stage gave it and registers its controller here, and the stage fires every
+ * registered signal, then interrupts the call's fiber, before it interrupts its own (on an abort, or
+ * an interruption of the run): so a tool's signal fires before its own interrupt finalizers without
+ * a second fiber per call.
+ * Without it (a batch of one call, other engines), a call runs in a fiber of its own, whose
+ * interruption fires the signal first.
+ */
+export const RunningCalls = Context.Reference<Map<AbortController, Fiber.Fiber<unknown, unknown>> | undefined>(
+  "@agentloop/core/internal/RunningCalls",
+  { defaultValue: () => undefined }
+)
+
+/**
+ * Stops every call registered as running: fires every call's signal, then interrupts the fibers
+ * running them (their interrupt finalizers run then; interrupting one may interrupt its siblings at
+ * once, so every signal fires first). Forgets them.
+ */
+export const abortRunningCalls = (running: Map<AbortController, Fiber.Fiber<unknown, unknown>>): void => {
+  const calls = [...running]
+  running.clear()
+  for (const [controller] of calls) controller.abort()
+  for (const [, fiber] of calls) fiber.interruptUnsafe()
+}
+
+/**
+ * Set on the service of `callbackSinkLayer`: its callback and the context its effects run with, so
+ * the loop's sink guard can call the callback itself (an event costs a function call instead of
+ * two effects: the guard builds every event's effect right before running it, so calling the
+ * callback then is the same).
+ */
+export const sinkCallback: unique symbol = Symbol.for("@agentloop/core/internal/sinkCallback")
+
+/** What `sinkCallback` holds. */
+export interface SinkCallback {
+  readonly onEvent: (event: LoopEvent) => unknown
+  readonly context: Context.Context<never>
 }

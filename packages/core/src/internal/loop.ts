@@ -24,7 +24,8 @@ import { streamTurn } from "../Turn.ts"
 import type { TurnEnding } from "../Turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
-import { describeCause, positiveDuration, subAgentUsageOf } from "./common.ts"
+import { describeCause, positiveDuration, RunningCalls, sinkCallback, subAgentUsageOf } from "./common.ts"
+import type { SinkCallback } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
 import { makeAnswerState, nameTaken, overLimit, repairAfterText, startTurn } from "./output.ts"
@@ -96,14 +97,32 @@ export type { Emit }
  * the path of every event, so it calls `emit` when the effect is built (every call site builds it
  * right before running it) instead of suspending, and catches a synchronous throw itself.
  */
-export const guardSink = (sink: typeof EventSink.Service): Emit => (event) => {
-  let effect: Effect.Effect<void>
-  try {
-    effect = sink.emit(event)
-  } catch (defect) {
-    return onSinkFailure(event)(Cause.die(defect))
+export const guardSink = (sink: typeof EventSink.Service): Emit => {
+  const direct = (sink as { readonly [sinkCallback]?: SinkCallback })[sinkCallback]
+  if (direct !== undefined) {
+    // `callbackSinkLayer`'s sink: call the callback now, run only an effect it returns
+    const { onEvent, context } = direct
+    return (event) => {
+      let out: unknown
+      try {
+        out = onEvent(event)
+      } catch (defect) {
+        return onSinkFailure(event)(Cause.die(defect))
+      }
+      return Effect.isEffect(out) ?
+        Effect.catchCause(Effect.provideContext(out as Effect.Effect<void>, context), onSinkFailure(event)) :
+        Effect.void
+    }
   }
-  return Effect.catchCause(effect, onSinkFailure(event))
+  return (event) => {
+    let effect: Effect.Effect<void>
+    try {
+      effect = sink.emit(event)
+    } catch (defect) {
+      return onSinkFailure(event)(Cause.die(defect))
+    }
+    return Effect.catchCause(effect, onSinkFailure(event))
+  }
 }
 
 // -----------------------------------------------------------------------------
@@ -154,6 +173,8 @@ const checkPushed = (messages: ReadonlyArray<unknown>, kind: "steering" | "follo
 }
 
 /** Everything in a queue right now (nothing when there is no queue). */
+const noMessages: ReadonlyArray<UserMessage> = []
+
 const drain = (queue: Queue.Dequeue<UserMessage> | undefined): Effect.Effect<ReadonlyArray<UserMessage>> =>
   queue === undefined ? Effect.succeed([]) : Effect.map(Queue.clear(queue), (items) => items as ReadonlyArray<UserMessage>)
 
@@ -191,6 +212,48 @@ const decodeMessage = Schema.decodeUnknownExit(Message)
  * effect's own `Tracer.nativeTracer` documentation suggests).
  */
 const tracingBackend = Effect.map(Tracer.Tracer, (tracer) => tracer !== Tracer.nativeTracer)
+
+/** Below this many messages, copying the transcript for a request costs less than deferring the copy. */
+const EAGER_COPY = 256
+
+/**
+ * The request for the transcript as it is now. Its `messages` are a snapshot: an array the run
+ * never mutates. The transcript is only ever appended to, so its first `length` messages never
+ * change, and the copy of a long transcript is made when `messages` is first read (by the model,
+ * a spread, `JSON.stringify`...), not per request whether or not anyone reads it: for a run that
+ * grows to thousands of messages, that copy is the largest cost of a step. `messages` is an own
+ * enumerable property (a getter that turns into a plain value when first read or assigned), so
+ * spreads and serialisers see it as before.
+ */
+const snapshotRequest = (
+  transcript: ReadonlyArray<Message>,
+  tools: ReadonlyArray<ToolDefinition>,
+  systemPrompt: string | undefined
+): ModelRequest => {
+  const length = transcript.length
+  if (length < EAGER_COPY) {
+    const messages = transcript.slice()
+    return systemPrompt === undefined ? { messages, tools } : { systemPrompt, messages, tools }
+  }
+  const request: { systemPrompt?: string; messages?: ReadonlyArray<Message>; tools?: ReadonlyArray<ToolDefinition> } =
+    systemPrompt === undefined ? {} : { systemPrompt }
+  const settle = (target: object, value: ReadonlyArray<Message>) =>
+    Object.defineProperty(target, "messages", { value, enumerable: true, writable: true, configurable: true })
+  Object.defineProperty(request, "messages", {
+    enumerable: true,
+    configurable: true,
+    get(this: object) {
+      const messages = transcript.slice(0, length)
+      settle(this, messages)
+      return messages
+    },
+    set(this: object, value: ReadonlyArray<Message>) {
+      settle(this, value)
+    }
+  })
+  request.tools = tools
+  return request as ModelRequest
+}
 
 const drive = (
   options: AgentLoopOptions,
@@ -261,16 +324,16 @@ const drive = (
     while (true) {
       if (signal?.aborted) return { reason: "aborted" }
       // the safe boundary: every call so far is answered, the next request is not built yet
-      const steered = yield* drain(steering)
+      const steered = steering === undefined ? noMessages : yield* drain(steering)
       if (steered.length > 0) {
         const bad = checkPushed(steered, "steering")
         if (bad !== undefined) return { reason: "error", error: bad }
         yield* appendUserMessages(state, emit, steered, "steering")
       }
       if (state.steps >= maxSteps) return { reason: "maxSteps" }
-      let messages: ReadonlyArray<Message> = state.transcript.slice()
+      let messages: ReadonlyArray<Message> | undefined
       if (transformContext !== undefined) {
-        const shaped = yield* shapeContext(transformContext, messages)
+        const shaped = yield* shapeContext(transformContext, state.transcript.slice())
         if (!shaped.ok) return { reason: "error", error: shaped.error }
         messages = shaped.messages
       }
@@ -282,9 +345,9 @@ const drive = (
         batch.definitions = new Map(current.map((d) => [d.name, d]))
       }
       state.steps++
-      const request: ModelRequest = systemPrompt === undefined ?
-        { messages, tools: definitions } :
-        { systemPrompt, messages, tools: definitions }
+      const request: ModelRequest = messages !== undefined ?
+        (systemPrompt === undefined ? { messages, tools: definitions } : { systemPrompt, messages, tools: definitions }) :
+        snapshotRequest(state.transcript, definitions, systemPrompt)
       const streamed = streamTurn(model, request, emit, signal)
       const turn = yield* (batch.traced ?
         Effect.withSpan(streamed, "agentloop.turn", { attributes: { "agentloop.step": state.steps } }) :
@@ -411,11 +474,13 @@ export const runLoop = (
       const executor = yield* Executor
       const state: RunState = { transcript: [], steps: 0, unanswered: [], usage: undefined, output: undefined }
       const deadline = deadlineOf(options)
-      const exit = yield* Effect.exit(restore(
-        deadline === undefined ?
-          drive(options, state, model, executor, emit) :
-          withDeadline(deadline, options, (bounded) => drive(bounded, state, model, executor, emit))
-      ))
+      const driven = deadline === undefined ?
+        drive(options, state, model, executor, emit) :
+        withDeadline(deadline, options, (bounded) => drive(bounded, state, model, executor, emit))
+      // a run inside a tool call (a sub-agent) does not inherit its caller's batch (see runBatch)
+      const exit = yield* Effect.exit(restore(Effect.withFiber((fiber) =>
+        fiber.getRef(RunningCalls) === undefined ? driven : Effect.provideService(driven, RunningCalls, undefined)
+      )))
       yield* closeTranscript(state, emit)
       const outcome: Outcome = Exit.isSuccess(exit) ?
         (exit.value.reason === "aborted" && deadline?.timedOut === true ?

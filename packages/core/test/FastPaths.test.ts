@@ -1,0 +1,184 @@
+/**
+ * The loop's cheap paths keep the guarantees of the paths they replace: the calls of a concurrent
+ * batch run without a fiber each but still see their signal fire before their own interrupt
+ * finalizers (on an abort, the run's interruption or a time limit); a request over a long
+ * transcript copies its messages when they are first read, and they are still the transcript as it
+ * was when the request was made; the callback sink, called directly, still sees every event once,
+ * in order, and a callback that throws does not break the run.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { TestClock } from "effect/testing"
+import { callbackSinkLayer, defineTool, Model, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import type { LoopEvent, Message, ModelRequest, ToolContext } from "@agentloop/core"
+import { checkInvariants, startScripted, toolCall, turn, user } from "@agentloop/testkit"
+
+/** A tool that waits forever and records, in its interrupt finalizer, whether its signal had fired. */
+const stuckTool = (name: string, timeoutMs?: number) => {
+  const entered: Array<string> = []
+  const seenInFinalizer: Array<[string, boolean]> = []
+  const all = Deferred.makeUnsafe<void>()
+  const tool = defineTool({
+    name,
+    description: "",
+    parameters: Schema.Struct({}),
+    ...(timeoutMs === undefined ? {} : { timeoutMs }),
+    execute: (_, ctx: ToolContext) =>
+      Effect.andThen(
+        Effect.sync(() => {
+          entered.push(ctx.toolCallId)
+          if (entered.length === 2) Deferred.doneUnsafe(all, Effect.void)
+        }),
+        Effect.never
+      ).pipe(
+        Effect.onInterrupt(() => Effect.sync(() => void seenInFinalizer.push([ctx.toolCallId, ctx.signal.aborted])))
+      )
+  })
+  return { tool, bothEntered: Deferred.await(all), seenInFinalizer }
+}
+
+describe("a concurrent batch's calls (no fiber of their own)", () => {
+  it.effect("an abort fires each running call's signal before its interrupt finalizers run", () =>
+    Effect.gen(function*() {
+      const stuck = stuckTool("stuck")
+      const controller = new AbortController()
+      const run = yield* startScripted([turn.toolCalls([toolCall("a", "stuck"), toolCall("b", "stuck")])], {
+        tools: [stuck.tool],
+        signal: controller.signal
+      })
+      yield* stuck.bothEntered
+      controller.abort()
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "aborted")
+      assert.sameDeepMembers(stuck.seenInFinalizer, [["a", true], ["b", true]])
+    }))
+
+  it.effect("the run's interruption fires each running call's signal before its interrupt finalizers run", () =>
+    Effect.gen(function*() {
+      const stuck = stuckTool("stuck")
+      const run = yield* startScripted([turn.toolCalls([toolCall("a", "stuck"), toolCall("b", "stuck")])], {
+        tools: [stuck.tool]
+      })
+      yield* stuck.bothEntered
+      yield* Fiber.interrupt(run.fiber)
+      assert.deepStrictEqual(yield* run.check(), [])
+      assert.sameDeepMembers(stuck.seenInFinalizer, [["a", true], ["b", true]])
+      const ends = run.events.filter((e) => e.type === "turn_end")
+      assert.deepStrictEqual(ends, [{ type: "turn_end", reason: "aborted", steps: 1 }])
+    }))
+
+  it.effect("a call over its time limit has its signal fired before its interrupt finalizers run", () =>
+    Effect.gen(function*() {
+      const stuck = stuckTool("slow", 1_000)
+      const run = yield* startScripted(
+        [turn.toolCalls([toolCall("a", "slow"), toolCall("b", "slow")]), turn.text("done")],
+        { tools: [stuck.tool] }
+      )
+      yield* stuck.bothEntered
+      yield* TestClock.adjust("1 second")
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "stop")
+      assert.sameDeepMembers(stuck.seenInFinalizer, [["a", true], ["b", true]])
+    }))
+})
+
+describe("a request over a long transcript", () => {
+  /** A resumed conversation of `size` messages (user, then assistant answers), ending with a user turn. */
+  const history = (size: number): Array<Message> => {
+    const out: Array<Message> = []
+    for (let i = 0; out.length < size - 1; i++) {
+      out.push(user(`question ${i}`))
+      out.push({ role: "assistant", content: [{ type: "text", text: `answer ${i}` }], stopReason: "stop" })
+    }
+    out.push(user("go on"))
+    return out
+  }
+
+  it.effect("keeps its messages as they were when it was made, even when they are first read after the run", () =>
+    Effect.gen(function*() {
+      const input = history(1_001)
+      const kept: Array<ModelRequest> = []
+      const turns = [turn.toolCalls([toolCall("a", "echo")]), turn.toolCalls([toolCall("b", "echo")]), turn.text("done")]
+      let next = 0
+      const model = Layer.succeed(
+        Model,
+        Model.of({
+          // keeps each request without reading its messages
+          stream: (request) => {
+            kept.push(request)
+            return turns[next++]!(request)
+          }
+        })
+      )
+      const echo = defineTool({
+        name: "echo",
+        description: "",
+        parameters: Schema.Struct({}),
+        execute: () => Effect.succeed("ok")
+      })
+      const events: Array<LoopEvent> = []
+      const result = yield* runAgentLoop({ messages: input }).pipe(
+        Effect.provide(Layer.mergeAll(model, toolExecutorLayer([echo]), callbackSinkLayer((e) => void events.push(e))))
+      )
+      assert.strictEqual(result.reason, "stop")
+      assert.strictEqual(kept.length, 3)
+      // read only now: each is the transcript as it was sent, 1,001, then 1,003, then 1,005 messages
+      assert.deepStrictEqual(kept.map((r) => r.messages.length), [1_001, 1_003, 1_005])
+      for (const request of kept) {
+        assert.deepStrictEqual(request.messages, result.messages.slice(0, request.messages.length))
+        assert.notStrictEqual(request.messages, result.messages)
+      }
+      // a second read is the same array; spreads and serialisers see the messages as a plain field
+      assert.strictEqual(kept[0]!.messages, kept[0]!.messages)
+      assert.strictEqual({ ...kept[1]! }.messages, kept[1]!.messages)
+      assert.strictEqual(JSON.parse(JSON.stringify(kept[2]!)).messages.length, 1_005)
+      assert.deepStrictEqual(Object.keys(kept[0]!), ["messages", "tools"])
+      assert.deepStrictEqual(checkInvariants({ input, result, events, requests: kept }), [])
+    }))
+
+  it.effect("a request whose messages are replaced keeps the new ones", () =>
+    Effect.gen(function*() {
+      let seen: ReadonlyArray<Message> | undefined
+      const model = Layer.succeed(
+        Model,
+        Model.of({
+          stream: (request) => {
+            const replaced = request as { messages: ReadonlyArray<Message> }
+            replaced.messages = [user("replaced")]
+            seen = request.messages
+            return turn.text("done")(request)
+          }
+        })
+      )
+      const result = yield* runAgentLoop({ messages: history(501) }).pipe(
+        Effect.provide(Layer.mergeAll(model, toolExecutorLayer([])))
+      )
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(seen, [user("replaced")])
+    }))
+})
+
+describe("the callback sink, called directly", () => {
+  it.effect("sees every event once and in order, and a callback that throws on one does not break the run", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const run = yield* startScripted(
+        [turn.toolCalls([toolCall("a", "echo")]), turn.text("done")],
+        {
+          tools: [defineTool({ name: "echo", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("ok") })],
+          onEvent: (event) => {
+            seen.push(event.type)
+            if (event.type === "tool_start") throw new Error("sink broke")
+          }
+        }
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(seen, run.events.map((e) => e.type))
+      assert.deepStrictEqual(seen.filter((t) => t === "turn_end"), ["turn_end"])
+      assert.includeMembers(seen, ["tool_start", "tool_end", "assistant_message"])
+    }))
+})
