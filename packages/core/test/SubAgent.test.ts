@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Schema } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import {
+  ask,
   deny,
   isSubAgentEvent,
   Model,
@@ -396,4 +397,52 @@ describe("sub-agents", () => {
       assertSound(run)
       assert.deepStrictEqual(results(run.result.messages).map(textOf), ["1", "2"])
     }).pipe(Effect.provideService(ToolConcurrency, 4)))
+
+  it.effect("the concurrency cap counts sub-agent calls: with ToolConcurrency 1 the second waits for the first", () =>
+    Effect.gen(function*() {
+      const gateA = makeGatedTool("work")
+      const gateB = makeGatedTool("work")
+      const a = yield* scriptedSubAgent({ name: "a", tools: [gateA.tool], script: [turn.toolCalls([toolCall("a1", "work")]), turn.text("a")] })
+      const b = yield* scriptedSubAgent({ name: "b", tools: [gateB.tool], script: [turn.toolCalls([toolCall("b1", "work")]), turn.text("b")] })
+      const live = yield* startScripted([
+        turn.toolCalls([delegate("c1", "a", "one"), delegate("c2", "b", "two")]),
+        turn.text("ok")
+      ], { tools: [a.tool, b.tool] })
+      yield* gateA.started("a1")
+      yield* Effect.repeat(Effect.yieldNow, { times: 100 }) // every chance for the second to start
+      assert.isFalse(live.events.some((e) => e.type === "tool_start" && e.call.id === "c2"))
+      assert.deepStrictEqual(yield* b.model.requests, [])
+      yield* gateA.release("a1")
+      yield* gateB.started("b1")
+      yield* gateB.release("b1")
+      const run = yield* live.finish
+      assertSound(run)
+      assert.deepStrictEqual(results(run.result.messages).map(textOf), ["a", "b"])
+    }).pipe(Effect.provideService(ToolConcurrency, 1)))
+
+  it.effect("a child's approval request reaches the parent's sink inside its event, and answering it goes on", () =>
+    Effect.gen(function*() {
+      const careful = yield* scriptedSubAgent({
+        name: "careful",
+        tools: [echoTool("write")],
+        policy: () => ask,
+        script: [turn.toolCalls([toolCall("w1", "write")]), turn.text("written")]
+      })
+      const asked: Array<ReadonlyArray<string>> = []
+      const run = yield* (yield* startScripted([turn.toolCalls([delegate("c1", "careful", "write it")]), turn.text("ok")], {
+        tools: [careful.tool],
+        onEvent: (event) => {
+          if (event.type !== "tool_progress" || !isSubAgentEvent(event.progress)) return
+          const inner = event.progress.event
+          if (inner.type === "approval_request") {
+            asked.push(event.progress.path.map((step) => step.agent))
+            Deferred.doneUnsafe(inner.answer, Exit.succeed({ approved: true }))
+          }
+        }
+      })).finish
+      assertSound(run)
+      assert.deepStrictEqual(asked, [["careful"]])
+      assert.strictEqual(textOf(results(run.result.messages)[0]!), "written")
+      assert.isFalse(results(runIn(results(run.result.messages)[0]).messages)[0]!.isError)
+    }))
 })
