@@ -21,9 +21,10 @@ export interface Proc {
   readonly output: () => string
 }
 
-export const spawnProc = (role: string, settings: object): Proc => {
+export const spawnProc = (role: string, settings: object, env: Record<string, string> = {}): Proc => {
   const child = spawn(process.execPath, ["--no-warnings", fixture, role, JSON.stringify(settings)], {
-    stdio: ["ignore", "pipe", "pipe"]
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env }
   })
   let output = ""
   child.stdout!.on("data", (d) => output += String(d))

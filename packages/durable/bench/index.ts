@@ -1,0 +1,118 @@
+/**
+ * Durable runs' figures, as one table: overhead per step (durable versus in memory) on the memory,
+ * embedded (SQLite) and PostgreSQL engines; failover time after kill -9 of the runner holding a
+ * run; steps per second with 100 concurrent runs on 3 runner processes.
+ *
+ *   npm run bench -w @agentloop/durable              # a few minutes
+ *   BENCH_QUICK=1 npm run bench -w @agentloop/durable  # about a minute: fewer runs, one failover
+ *
+ * PostgreSQL: AGENTLOOP_PG_* (as CI and scripts/postgres.sh set them), or one started on port
+ * 54384 with scripts/postgres.sh and stopped at the end. A step is one model turn (answered at
+ * once) and one echo tool call, so what is measured is the engine.
+ */
+import { join } from "node:path"
+import { Effect } from "effect"
+import { kill9, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
+import type { Proc } from "../test/crash.ts"
+import { dropDatabase, durableOverhead, freePort, freshDatabase, inMemoryMsPerStep, postgres, runCluster } from "./lib.ts"
+import type { Pg } from "./lib.ts"
+
+const quick = process.env["BENCH_QUICK"] === "1"
+const STEPS = 10
+const RUNS = quick ? 3 : 10
+const CONCURRENT = quick ? 30 : 100
+const CLUSTER_RUNS = quick ? 30 : 100
+const FAILOVERS = quick ? 1 : 2
+
+/**
+ * kill -9 the runner executing a run while a call runs (2 runners, balancedTimings); the time
+ * until the interrupted call starts again on the other runner.
+ */
+const failover = (pg: Pg) =>
+  Effect.gen(function*() {
+    const database = freshDatabase(pg, "failover")
+    const dir = tempDir("agentloop-durable-failover-")
+    const s = {
+      engine: "postgres",
+      pg: { host: pg.host, port: pg.port, username: pg.username, database },
+      runId: "run-1",
+      log: join(dir, "side-effects.ndjson"),
+      events: join(dir, "events.ndjson"),
+      result: join(dir, "result.json"),
+      slowMs: 30_000
+    }
+    const all: Array<Proc> = []
+    yield* Effect.addFinalizer(() => Effect.sync(() => all.forEach((p) => p.child.kill("SIGKILL"))))
+    const up = () => starts(s.log).entries.filter((e) => e.kind === "process").length
+    for (let i = 0; i < 2; i++) {
+      all.push(spawnProc("runner", { ...s, port: yield* freePort }))
+      yield* waitUntil("a runner up", () => up() === i + 1, 120_000, all)
+    }
+    all.push(spawnProc("client-start", s))
+    yield* waitUntil("c2 running, c1 finished", () => starts(s.log).call("c2") === 1 && toolEndedIn(s.events, "c1"), 120_000, all)
+    const ownerPid = starts(s.log).entries.find((e) => e.kind === "tool" && e.call === "c2")!.pid
+    const killedAt = Date.now()
+    yield* kill9(all.find((p) => p.child.pid === ownerPid)!)
+    yield* waitUntil("c2 running again", () => starts(s.log).call("c2") === 2, 120_000, all)
+    const again = starts(s.log).entries.filter((e) => e.kind === "tool" && e.call === "c2" && e.phase === "start")[1]!
+    dropDatabase(pg, database)
+    return (again as unknown as { readonly t: number }).t - killedAt
+  }).pipe(Effect.scoped)
+
+const pg = postgres(54384)
+const program = Effect.gen(function*() {
+  const rows: Array<[string, string, string]> = []
+  const baseline = yield* inMemoryMsPerStep(STEPS, quick ? 50 : 200)
+  rows.push(["overhead per step, one run", "in memory (`runAgentLoop`)", `${(baseline * 1000).toFixed(0)} µs`])
+  for (const engine of ["memory", "embedded", "postgres"] as const) {
+    const f = yield* durableOverhead(engine, { steps: STEPS, runs: RUNS, concurrent: CONCURRENT, pg })
+    const name = engine === "memory" ?
+      "durable, memory engine" :
+      engine === "embedded" ?
+      "durable, embedded (SQLite)" :
+      "durable, PostgreSQL (1 runner in process)"
+    rows.push([
+      "overhead per step, one run",
+      name,
+      `${f.msPerStep.toFixed(1)} ms (+${(f.msPerStep - baseline).toFixed(1)} ms over in memory; CPU ${f.cpuMsPerStep.toFixed(1)} ms)`
+    ])
+    rows.push([`steps/s, ${CONCURRENT} concurrent runs in process`, name, f.concurrentStepsPerSecond.toFixed(0)])
+  }
+  const failovers: Array<number> = []
+  for (let i = 0; i < FAILOVERS; i++) failovers.push(yield* failover(pg))
+  rows.push([
+    "failover after kill -9 (interrupted call running again on another runner)",
+    "PostgreSQL, 2 runners, `balancedTimings` (locks refreshed every 5 s, expire after 15 s)",
+    failovers.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(", ")
+  ])
+  const cluster = yield* runCluster({ pg, runs: CLUSTER_RUNS, steps: 3, killEveryMs: 0, timeoutMs: 10 * 60_000 })
+  dropDatabase(pg, cluster.database)
+  rows.push([
+    `steps/s, ${CLUSTER_RUNS} concurrent runs (3 steps each)`,
+    "PostgreSQL, 3 runner processes + a client process",
+    cluster.completed ?
+      `${((CLUSTER_RUNS * 3) / (cluster.elapsedMs / 1000)).toFixed(1)} (runners' CPU ${(cluster.runnerCpuMs / (CLUSTER_RUNS * 3)).toFixed(0)} ms a step, startup included)` :
+      "did not finish"
+  ])
+  console.log(`durable runs (${quick ? "BENCH_QUICK" : "full"}; PostgreSQL ${pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"}):`)
+  console.log("| figure | engine | value |\n|---|---|---|")
+  for (const [figure, engine, value] of rows) console.log(`| ${figure} | ${engine} | ${value} |`)
+  console.log(
+    "Failover is bounded by the lock expiry (15 s): a dead runner keeps its place until its heartbeat is that old, " +
+      "sooner when the runners' health check (a ping every 2 s, on one runner) finds it dead first. Faster locks " +
+      "(`fastTimings`, 2 s / 6 s) must be refreshed within 2 s: on a loaded machine refreshes time out, the runner " +
+      "drops its shards and calls finished but not yet journaled run again."
+  )
+})
+
+Effect.runPromise(program as Effect.Effect<void, unknown>).then(
+  () => {
+    pg.stop()
+    process.exit(0)
+  },
+  (error) => {
+    console.error(error)
+    pg.stop()
+    process.exit(1)
+  }
+)

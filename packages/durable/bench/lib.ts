@@ -1,0 +1,445 @@
+/**
+ * What the durable bench (bench/index.ts) and soak (bench/soak.ts) share: a PostgreSQL (the one
+ * AGENTLOOP_PG_* name, or one started with scripts/postgres.sh and stopped at the end), in-process
+ * overhead per step, a cluster of runner processes (test/fixtures/crash-process.ts) with a client
+ * starting many runs and, optionally, a runner killed with SIGKILL every few seconds, and the
+ * analysis of what ran how many times against what the journal holds.
+ */
+import { execFileSync } from "node:child_process"
+import { createServer } from "node:net"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { Effect, Layer, Stream } from "effect"
+import { Model, noopSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import type { AgentRunResult, Executor, Message } from "@agentloop/core"
+import { assistant, echoTool, toolCall } from "@agentloop/testkit"
+import {
+  balancedTimings,
+  durableRunnerLayer,
+  embeddedEngineLayer,
+  memoryEngineLayer,
+  postgresRunnerLayer,
+  runDurable
+} from "../src/index.ts"
+import type { DurableEvent } from "../src/index.ts"
+import { awaitExit, lines, spawnProc, starts, tempDir, waitUntil } from "../test/crash.ts"
+import type { LogEntry, Proc } from "../test/crash.ts"
+import { violationsOf } from "../test/harness.ts"
+
+// -----------------------------------------------------------------------------
+// PostgreSQL
+// -----------------------------------------------------------------------------
+
+export interface Pg {
+  readonly host: string
+  readonly port: number
+  readonly username: string
+  /** Where it came from: the environment, or started here (and stopped by `stop`). */
+  readonly origin: "environment" | "started"
+  readonly stop: () => void
+}
+
+const script = fileURLToPath(new URL("../scripts/postgres.sh", import.meta.url))
+
+/** The PostgreSQL of AGENTLOOP_PG_*, or a throwaway one on `ownPort` (scripts/postgres.sh). */
+export const postgres = (ownPort: number): Pg => {
+  if (process.env["AGENTLOOP_PG_PORT"] !== undefined) {
+    return {
+      host: process.env["AGENTLOOP_PG_HOST"] ?? "127.0.0.1",
+      port: Number(process.env["AGENTLOOP_PG_PORT"]),
+      username: process.env["AGENTLOOP_PG_USER"] ?? "agentloop",
+      origin: "environment",
+      stop: () => {}
+    }
+  }
+  const env = { ...process.env, AGENTLOOP_PG_PORT: String(ownPort) }
+  execFileSync("bash", [script, "start"], { env, stdio: "ignore" })
+  return {
+    host: "127.0.0.1",
+    port: ownPort,
+    username: "agentloop",
+    origin: "started",
+    stop: () => execFileSync("bash", [script, "stop"], { env, stdio: "ignore" })
+  }
+}
+
+const psql = (pg: Pg, database: string, sql: string): string =>
+  execFileSync("psql", ["-q", "-At", "-h", pg.host, "-p", String(pg.port), "-U", pg.username, "-d", database, "-c", sql], {
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024
+  })
+
+let databases = 0
+/** A new, empty database. */
+export const freshDatabase = (pg: Pg, prefix: string): string => {
+  const name = `${prefix}_${process.pid}_${++databases}`
+  psql(pg, "postgres", `create database ${name}`)
+  return name
+}
+
+export const dropDatabase = (pg: Pg, name: string) => {
+  try {
+    psql(pg, "postgres", `drop database if exists ${name} with (force)`)
+  } catch {
+    // best effort
+  }
+}
+
+// -----------------------------------------------------------------------------
+// Overhead per step, in process
+// -----------------------------------------------------------------------------
+
+/** A model asking for one echo call per turn until `steps` turns, then stopping. */
+const toolsAndModel = (steps: number) =>
+  Layer.mergeAll(
+    Layer.succeed(Model, Model.of({
+      stream: (request) => {
+        const n = request.messages.filter((m) => m.role === "assistant").length
+        const message = n + 1 < steps ?
+          assistant("toolUse", { calls: [toolCall(`s${n}`, "echo", { n })] }) :
+          assistant("stop", { text: "done" })
+        return Stream.make({ type: "done" as const, message })
+      }
+    })),
+    toolExecutorLayer([echoTool("echo")]) as Layer.Layer<Executor>
+  )
+
+const time = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const start = performance.now()
+    yield* effect
+    return performance.now() - start
+  })
+
+/** ms per step of `runAgentLoop` in memory (the baseline). */
+export const inMemoryMsPerStep = (steps: number, runs: number) =>
+  Effect.gen(function*() {
+    const run = runAgentLoop({ messages: [{ role: "user", content: "go" }] }).pipe(
+      Effect.provide(Layer.mergeAll(toolsAndModel(steps), noopSinkLayer))
+    )
+    yield* Effect.repeat(run, { times: 20 })
+    return (yield* time(Effect.repeat(run, { times: runs - 1 }))) / (runs * steps)
+  })
+
+export type EngineName = "memory" | "embedded" | "postgres"
+
+/**
+ * One durable run after another on `engine`, in this process: ms per step (wall and CPU), and
+ * steps per second with `concurrent` runs at once.
+ */
+export const durableOverhead = (
+  engine: EngineName,
+  options: { readonly steps: number; readonly runs: number; readonly concurrent: number; readonly pg?: Pg }
+) =>
+  Effect.gen(function*() {
+    const dir = mkdtempSync(join(tmpdir(), "agentloop-bench-"))
+    const database = engine === "postgres" ? freshDatabase(options.pg!, "overhead") : undefined
+    const engineLayer = engine === "memory" ?
+      memoryEngineLayer :
+      engine === "embedded" ?
+      embeddedEngineLayer({ filename: join(dir, "bench.db") }) :
+      postgresRunnerLayer({
+        postgres: { host: options.pg!.host, port: options.pg!.port, username: options.pg!.username, database },
+        address: { host: "127.0.0.1", port: 34990 },
+        timings: balancedTimings
+      })
+    const layer = durableRunnerLayer().pipe(
+      Layer.provideMerge(engineLayer as Layer.Layer<never, unknown>),
+      Layer.provide(toolsAndModel(options.steps))
+    )
+    let ids = 0
+    const runs = (n: number) =>
+      Effect.forEach(Array.from({ length: n }), () =>
+        runDurable({ runId: `bench-${++ids}`, messages: [{ role: "user", content: "go" }] }), {
+        concurrency: "unbounded",
+        discard: true
+      })
+    const figures = yield* Effect.scoped(Effect.gen(function*() {
+      const context = yield* Layer.build(layer)
+      const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context)
+      yield* run(runs(2)) // warm up: tables, JIT
+      const cpu = process.cpuUsage()
+      let sequential = 0
+      for (let i = 0; i < options.runs; i++) sequential += yield* time(run(runs(1)))
+      const used = process.cpuUsage(cpu)
+      const concurrent = yield* time(run(runs(options.concurrent)))
+      return {
+        msPerStep: sequential / (options.runs * options.steps),
+        cpuMsPerStep: (used.user + used.system) / 1000 / (options.runs * options.steps),
+        concurrentStepsPerSecond: (options.concurrent * options.steps) / (concurrent / 1000)
+      }
+    }))
+    rmSync(dir, { recursive: true, force: true })
+    if (database !== undefined) dropDatabase(options.pg!, database)
+    return figures
+  })
+
+// -----------------------------------------------------------------------------
+// A cluster of runner processes on PostgreSQL
+// -----------------------------------------------------------------------------
+
+export interface ClusterOptions {
+  readonly pg: Pg
+  readonly runs: number
+  readonly steps: number
+  /** How long each tool call takes (default 0). */
+  readonly callMs?: number | undefined
+  /** Kill a runner (SIGKILL) this often and start a new one; 0: never. */
+  readonly killEveryMs: number
+  /** Stop killing after this many kills. */
+  readonly maxKills?: number | undefined
+  /** Give up (and report what ended) after this long. */
+  readonly timeoutMs: number
+  readonly timings?: "balanced" | "fast" | undefined
+}
+
+export interface ClusterRun {
+  readonly dir: string
+  readonly database: string
+  readonly elapsedMs: number
+  readonly kills: number
+  /** Calls that were running on the runners killed, when they were killed. */
+  readonly interrupted: number
+  readonly killed: ReadonlySet<number>
+  readonly runnerCpuMs: number
+  readonly results: ReadonlyArray<{ readonly runId: string; readonly result: AgentRunResult }>
+  readonly completed: boolean
+}
+
+/** The pid of each call execution started and not ended, per the side-effect log. */
+const inFlight = (log: string): Array<number> => {
+  const open = new Map<string, number>()
+  for (const e of lines<LogEntry & { readonly exec?: string }>(log)) {
+    if (e.kind !== "tool" || e.exec === undefined) continue
+    if (e.phase === "start") open.set(e.exec, e.pid)
+    else open.delete(e.exec)
+  }
+  return [...open.values()]
+}
+
+/** A loopback port no one listens on now. */
+export const freePort = Effect.promise(() =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+)
+
+const cpuMsOf = (pid: number | undefined): number => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return 0
+  }
+}
+
+/** 3 runner processes and a client starting `runs` runs of `steps` steps and waiting for them. */
+export const runCluster = (options: ClusterOptions) =>
+  Effect.gen(function*() {
+    const database = freshDatabase(options.pg, "cluster")
+    const dir = tempDir("agentloop-durable-cluster-")
+    const settings = {
+      engine: "postgres",
+      scenario: "bench",
+      pg: { host: options.pg.host, port: options.pg.port, username: options.pg.username, database },
+      runId: "b",
+      runs: options.runs,
+      steps: options.steps,
+      callMs: options.callMs ?? 0,
+      log: join(dir, "side-effects.ndjson"),
+      events: join(dir, "events.ndjson"),
+      result: join(dir, "result.json")
+    }
+    const env = options.timings === "fast" ? { AGENTLOOP_TIMINGS: "fast" } : {}
+    const all: Array<Proc> = []
+    const killed = new Set<number>()
+    let runnerCpuMs = 0
+    let interrupted = 0
+    const processesUp = () => starts(settings.log).entries.filter((e) => e.kind === "process").length
+    const startRunner = Effect.gen(function*() {
+      const before = processesUp()
+      const proc = spawnProc("runner", { ...settings, port: yield* freePort }, env)
+      all.push(proc)
+      yield* waitUntil("a runner up", () => processesUp() > before, 120_000, [proc])
+      return proc
+    })
+    return yield* Effect.gen(function*() {
+      const runners = [yield* startRunner, yield* startRunner, yield* startRunner]
+      const client = spawnProc("client-many", settings, env)
+      all.push(client)
+      let kills = 0
+      if (options.killEveryMs > 0) {
+        yield* Effect.gen(function*() {
+          // kills start once runs are under way (a third of the runs' first calls ended), and
+          // hit the runner running the most calls, so each kill interrupts work
+          yield* waitUntil("calls under way", () =>
+            client.child.exitCode !== null ||
+            starts(settings.log).entries.filter((e) => e.kind === "tool" && e.phase === "end").length >= options.runs / 3, 600_000)
+          while (client.child.exitCode === null && kills < (options.maxKills ?? Infinity)) {
+            const running = inFlight(settings.log)
+            const busiest = [0, 1, 2].map((i) => ({ i, n: running.filter((pid) => pid === runners[i]!.child.pid).length }))
+              .sort((a, b) => b.n - a.n)[0]!.i
+            interrupted += running.filter((pid) => pid === runners[busiest]!.child.pid).length
+            const victim = runners[busiest]!
+            runnerCpuMs += cpuMsOf(victim.child.pid)
+            killed.add(victim.child.pid!)
+            victim.child.kill("SIGKILL")
+            kills++
+            runners[busiest] = yield* startRunner
+            yield* Effect.sleep(options.killEveryMs)
+          }
+        }).pipe(Effect.forkDetach)
+      }
+      client.child.on("exit", () => void (runnerCpuMs += runners.reduce((sum, r) => sum + cpuMsOf(r.child.pid), 0)))
+      const exit = yield* Effect.exit(awaitExit(client, options.timeoutMs))
+      all.forEach((p, i) => writeFileSync(join(dir, `process-${i}.out`), p.output()))
+      if (exit._tag === "Failure") {
+        return {
+          dir,
+          database,
+          elapsedMs: options.timeoutMs,
+          kills,
+          interrupted,
+          killed,
+          runnerCpuMs,
+          results: [],
+          completed: false
+        } satisfies ClusterRun
+      }
+      const { elapsed, results } = JSON.parse(readFileSync(settings.result, "utf8")) as {
+        elapsed: number
+        results: Array<{ runId: string; result: AgentRunResult }>
+      }
+      return {
+        dir,
+        database,
+        elapsedMs: elapsed,
+        kills,
+        interrupted,
+        killed,
+        runnerCpuMs,
+        results,
+        completed: true
+      } satisfies ClusterRun
+    }).pipe(Effect.ensuring(Effect.sync(() => all.forEach((p) => p.child.kill("SIGKILL")))))
+  })
+
+// -----------------------------------------------------------------------------
+// What ran how many times, against the journal
+// -----------------------------------------------------------------------------
+
+interface ToolEntry extends LogEntry {
+  readonly exec: string
+  readonly t: number
+}
+
+/** A snowflake id's time (epoch ms): effect's snowflakes count ms since 2025-01-01. */
+const snowflakeMillis = (id: string) => Number(BigInt(id) >> 22n) + Date.UTC(2025, 0, 1)
+
+export interface Analysis {
+  readonly runsEnded: number
+  readonly notStop: number
+  readonly violations: number
+  readonly calls: number
+  readonly executions: number
+  /** Executions after the first of a call whose result was journaled before they started: must be 0. */
+  readonly rerunAfterJournaled: number
+  /** Re-runs of a call that was running, or had finished but was not journaled, when its runner was killed. */
+  readonly rerunInFlightAtKill: number
+  /** Re-runs of a call that was not journaled although no runner that ran it was killed (lost its lock). */
+  readonly rerunUnjournaledNoKill: number
+  /** Calls whose journaled result came from an execution the side-effect log does not show. */
+  readonly journalMismatches: number
+  readonly examples: ReadonlyArray<string>
+}
+
+/**
+ * Checks every run (checkInvariants over the events of all processes), and classifies each call
+ * executed more than once: the journal (the stored reply of the call's activity, read from
+ * PostgreSQL) names the execution whose result it holds and when it was written (the reply's
+ * snowflake id is taken just before the write, so a re-run counted "after the journal" may, at
+ * worst, have started just before the commit: the count errs towards reporting).
+ */
+export const analyze = (pg: Pg, run: ClusterRun): Analysis => {
+  const events = lines<DurableEvent>(join(run.dir, "events.ndjson"))
+  const byRun = new Map<string, Array<DurableEvent>>()
+  for (const e of events) {
+    const list = byRun.get(e.runId)
+    if (list === undefined) byRun.set(e.runId, [e])
+    else list.push(e)
+  }
+  let violations = 0
+  let notStop = 0
+  for (const { result, runId } of run.results) {
+    const input: ReadonlyArray<Message> = [{ role: "user", content: runId }]
+    violations += violationsOf(input, result, byRun.get(runId) ?? []).length
+    if (result.reason !== "stop") notStop++
+  }
+  // the journal: each call activity's stored reply, with the execution it holds
+  const journal = new Map<string, { readonly exec: string; readonly at: number }>()
+  const rows = psql(
+    pg,
+    run.database,
+    "select r.id, r.payload from cluster_messages m join cluster_replies r on r.request_id = m.id " +
+      "where m.tag = 'activity' and m.payload like '{\"name\":\"call/%' and r.kind = 0"
+  ).split("\n").filter((l) => l.length > 0)
+  for (const row of rows) {
+    const bar = row.indexOf("|")
+    const payload = row.slice(bar + 1)
+    const match = /"toolCallId":"([^"]+)".*? ok (\d+\/\d+)/.exec(payload)
+    if (match === null) continue
+    // the first time a result of the call was journaled is what counts
+    const at = snowflakeMillis(row.slice(0, bar))
+    const known = journal.get(match[1]!)
+    if (known === undefined || at < known.at) journal.set(match[1]!, { exec: match[2]!, at })
+  }
+  const log = lines<ToolEntry>(join(run.dir, "side-effects.ndjson")).filter((e) => e.kind === "tool")
+  const byCall = new Map<string, Array<ToolEntry>>()
+  for (const e of log) {
+    if (e.phase !== "start") continue
+    const list = byCall.get(e.call!)
+    if (list === undefined) byCall.set(e.call!, [e])
+    else list.push(e)
+  }
+  let rerunAfterJournaled = 0
+  let rerunInFlightAtKill = 0
+  let rerunUnjournaledNoKill = 0
+  let journalMismatches = 0
+  let executions = 0
+  const examples: Array<string> = []
+  for (const [call, list] of byCall) {
+    executions += list.length
+    const journaled = journal.get(call)
+    if (journaled !== undefined && !list.some((e) => e.exec === journaled.exec)) journalMismatches++
+    list.sort((a, b) => a.t - b.t)
+    for (let i = 1; i < list.length; i++) {
+      const rerun = list[i]!
+      if (journaled !== undefined && rerun.t > journaled.at) {
+        rerunAfterJournaled++
+        if (examples.length < 5) {
+          examples.push(`${call}: journaled ${journaled.exec} at ${journaled.at}, ran again as ${rerun.exec} at ${rerun.t}`)
+        }
+      } else if (list.slice(0, i).some((e) => run.killed.has(e.pid))) rerunInFlightAtKill++
+      else rerunUnjournaledNoKill++
+    }
+  }
+  return {
+    runsEnded: run.results.length,
+    notStop,
+    violations,
+    calls: byCall.size,
+    executions,
+    rerunAfterJournaled,
+    rerunInFlightAtKill,
+    rerunUnjournaledNoKill,
+    journalMismatches,
+    examples
+  }
+}
