@@ -4,10 +4,11 @@
  * finalizers (on an abort, the run's interruption or a time limit); a request over a long
  * transcript copies its messages when they are first read, and they are still the transcript as it
  * was when the request was made; the callback sink, called directly, still sees every event once,
- * in order, and a callback that throws does not break the run.
+ * in order, and a callback that throws does not break the run; without a tracing backend a run
+ * makes no span.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { callbackSinkLayer, defineTool, Model, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { LoopEvent, Message, ModelRequest, ToolContext } from "@agentloop/core"
@@ -180,5 +181,31 @@ describe("the callback sink, called directly", () => {
       assert.deepStrictEqual(seen, run.events.map((e) => e.type))
       assert.deepStrictEqual(seen.filter((t) => t === "turn_end"), ["turn_end"])
       assert.includeMembers(seen, ["tool_start", "tool_end", "assistant_message"])
+    }))
+})
+
+describe("without a tracing backend", () => {
+  it.effect("a run makes no span (effect's built-in tracer would show it to nobody): the model runs in its caller's span", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const script = [turn.toolCalls([toolCall("a", "echo")]), turn.text("done")]
+      let next = 0
+      const model = Layer.succeed(
+        Model,
+        Model.of({
+          stream: (request) =>
+            Stream.unwrap(Effect.map(Effect.currentSpan, (span) => {
+              seen.push(span.name)
+              return script[next++]!(request)
+            }))
+        })
+      )
+      const echo = defineTool({ name: "echo", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("ok") })
+      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(model, toolExecutorLayer([echo]))),
+        Effect.withSpan("caller")
+      )
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(seen, ["caller", "caller"])
     }))
 })

@@ -460,13 +460,28 @@ const withDeadline = <A, R>(
 
 /**
  * Runs the loop with an already guarded `emit`, hands the result to `onResult` (also when the run
- * is interrupted from outside, before the interruption goes on) and returns it. The whole run is
- * the span `agentloop.run`; each turn is `agentloop.turn`, each call `agentloop.tool`.
+ * is interrupted from outside, before the interruption goes on) and returns it. With a tracing
+ * backend installed, the whole run is the span `agentloop.run`; each turn is `agentloop.turn`,
+ * each call `agentloop.tool`. Without one, no span is made: effect's built-in tracer shows them to
+ * nobody, and a span costs more than a short run (a stack trace captured when it is made, and every
+ * failure inside it annotated with its frame, down to the end of each model stream).
  */
 export const runLoop = (
   options: AgentLoopOptions,
   emit: Emit,
   onResult: (result: AgentRunResult) => Effect.Effect<void>
+): Effect.Effect<AgentRunResult, never, Model | Executor> =>
+  Effect.withFiber((fiber) => {
+    const traced = fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
+    const run = runTraced(options, emit, onResult, traced)
+    return traced ? Effect.withSpan(run, "agentloop.run") : run
+  })
+
+const runTraced = (
+  options: AgentLoopOptions,
+  emit: Emit,
+  onResult: (result: AgentRunResult) => Effect.Effect<void>,
+  traced: boolean
 ): Effect.Effect<AgentRunResult, never, Model | Executor> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
@@ -501,17 +516,19 @@ export const runLoop = (
         ...(state.usage === undefined ? {} : { usage: state.usage }),
         ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.value })
       }
-      yield* Effect.annotateCurrentSpan({
-        "agentloop.reason": outcome.reason,
-        "agentloop.steps": state.steps,
-        ...(state.usage === undefined ? {} : {
-          "agentloop.usage.input": state.usage.input,
-          "agentloop.usage.output": state.usage.output
+      if (traced) {
+        yield* Effect.annotateCurrentSpan({
+          "agentloop.reason": outcome.reason,
+          "agentloop.steps": state.steps,
+          ...(state.usage === undefined ? {} : {
+            "agentloop.usage.input": state.usage.input,
+            "agentloop.usage.output": state.usage.output
+          })
         })
-      })
+      }
       yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
       yield* onResult(result)
       if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
       return result
     })
-  ).pipe(Effect.withSpan("agentloop.run"))
+  )
