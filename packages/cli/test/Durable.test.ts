@@ -20,6 +20,17 @@ import {
   uniqueSleep
 } from "./helpers/agent.ts"
 
+/** Kills the processes whose command line holds `marker` (one may end by itself meanwhile). */
+const killAll = (marker: string) => {
+  for (const pid of processesWith(marker)) {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+}
+
 const load = (file: string) => Effect.runPromise(loadTranscript(file).pipe(Effect.provide(NodeServices.layer)))
 
 describe("agentloop --durable", () => {
@@ -135,7 +146,7 @@ describe("agentloop --durable", () => {
       assert.isTrue(await eventually(() => processesWith(marker).length > 0, 90_000), first.output())
       first.child.kill("SIGKILL")
       await first.exited
-      for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL")
+      killAll(marker)
       const [file] = sessionFiles(ws)
       const before = jsonLines(file!)
       assert.isUndefined(before.find((l) => l["type"] === "run_end"), "the run did not end")
@@ -176,7 +187,7 @@ describe("agentloop --durable", () => {
       const lanes = timeline.runs[0]!.turns[0]!.lanes
       assert.deepStrictEqual(lanes.map((l) => [l.toolCallId, l.status, l.startedAt !== undefined]), [["r1", "ok", true], ["b1", "ok", true]])
     } finally {
-      for (const pid of processesWith(marker)) process.kill(pid, "SIGKILL")
+      killAll(marker)
       await server.close()
     }
   }, 240_000)
