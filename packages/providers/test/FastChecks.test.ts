@@ -14,6 +14,7 @@ import * as fc from "fast-check"
 import { fastBlockDelta, messagesProtocol } from "../src/internal/anthropicWire.ts"
 import { chatProtocol, fastChunk } from "../src/internal/openAiWire.ts"
 import { makeCleaner } from "../src/internal/text.ts"
+import type { ModelEvent } from "@agentloop/core"
 import type { Step, WireProtocol } from "../src/internal/transport.ts"
 
 const fixtureRoot = new URL("../../../../shared/fixtures/providers/", import.meta.url)
@@ -82,15 +83,20 @@ const mutate = (events: ReadonlyArray<Sse.Event>, mutations: ReadonlyArray<Mutat
   return out
 }
 
-/** The steps of a protocol over `events`, until it fails or finishes (nothing more is fed after that). */
-const run = (protocol: WireProtocol, events: ReadonlyArray<Sse.Event>): ReadonlyArray<Step> => {
-  const steps: Array<Step> = []
+/** The steps of a protocol over `events` with the model events of each, until it fails or finishes (nothing more is fed after that). */
+const run = (
+  protocol: WireProtocol,
+  events: ReadonlyArray<Sse.Event>
+): ReadonlyArray<{ readonly step: Step; readonly events: ReadonlyArray<ModelEvent> }> => {
+  const steps: Array<{ readonly step: Step; readonly events: ReadonlyArray<ModelEvent> }> = []
   for (const event of events) {
-    const step = protocol.onEvent(event)
-    steps.push(step)
+    const out: Array<ModelEvent> = []
+    const step = protocol.onEvent(event, out)
+    steps.push({ step, events: out })
     if (step._tag === "Fail" || step.finished) return steps
   }
-  steps.push(protocol.onEnd())
+  const out: Array<ModelEvent> = []
+  steps.push({ step: protocol.onEnd(out), events: out })
   return steps
 }
 

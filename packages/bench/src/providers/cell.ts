@@ -191,18 +191,21 @@ const main = async () => {
   const cpuUsed = process.cpuUsage(cpu)
   const cpuMs = (cpuUsed.user + cpuUsed.system) / 1000
   heapUsedPeak = Math.max(heapUsedPeak, heapUsed() - before)
-  // memory run
-  gc()
-  gc()
-  const baseline = process.memoryUsage().heapUsed
+  // memory run (skipped with BENCH_PROVIDERS_SKIP_MEMORY=1, to profile the timed run alone)
+  const skipMemory = process.env["BENCH_PROVIDERS_SKIP_MEMORY"] === "1"
   let livePeak = 0
-  let seen = 0
-  await read(`${url}/full`, () => {
-    if ((++seen & 4095) === 0) {
-      gc()
-      livePeak = Math.max(livePeak, process.memoryUsage().heapUsed - baseline)
-    }
-  })
+  if (!skipMemory) {
+    gc()
+    gc()
+    const baseline = process.memoryUsage().heapUsed
+    let seen = 0
+    await read(`${url}/full`, () => {
+      if ((++seen & 4095) === 0) {
+        gc()
+        livePeak = Math.max(livePeak, process.memoryUsage().heapUsed - baseline)
+      }
+    })
+  }
   const result: CellResult = {
     ms,
     cpuMs,

@@ -9,7 +9,7 @@ import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
 import { clip } from "./text.ts"
 import type { Cleaner } from "./text.ts"
-import { decodeEvent, emit, fail, isJsonObject, isOptionalString, notJson, notJsonMessage, parseJson } from "./transport.ts"
+import { decodeEvent, fail, finish, isJsonObject, isOptionalString, notJson, notJsonMessage, parseJson, proceed } from "./transport.ts"
 import type { Step, WireProtocol } from "./transport.ts"
 
 // -----------------------------------------------------------------------------
@@ -307,7 +307,7 @@ export const messagesProtocol = (options: {
     if (typeof wire.cache_creation_input_tokens === "number") usage.cacheWrite = wire.cache_creation_input_tokens
   }
 
-  const finalize = (inBandError?: string): Step => {
+  const finalize = (out: Array<ModelEvent>, inBandError?: string): Step => {
     const mapped = inBandError !== undefined ?
       { stopReason: "error" as const, error: inBandError } :
       anthropicStopReason(wireStop ?? "")
@@ -326,7 +326,8 @@ export const messagesProtocol = (options: {
       model: model ?? options.model,
       timestamp: options.timestamp
     })
-    return emit([{ type: "done", message }], true)
+    out.push({ type: "done", message })
+    return finish
   }
 
   const decode = <A>(
@@ -364,17 +365,17 @@ export const messagesProtocol = (options: {
     }
   }
 
-  const onEvent = (data: string): Step => {
+  const onEvent = (data: string, events: Array<ModelEvent>): Step => {
     // the JSON is parsed once, then decoded by the shape its `type` names
     const json = parseJson(data)
     if (json === notJson) return fail(notJsonMessage(options.provider, options.clean, data), "protocol")
-    const events: Array<ModelEvent> = []
+    const before = events.length
     // the event most of a stream is made of, without a `Result` per step
     const quick = fast && isJsonObject(json) && json["type"] === "content_block_delta" ? fastBlockDelta(json) : undefined
     if (quick !== undefined) {
       onBlockDelta(quick, events)
-      emitted += events.length
-      return emit(events)
+      emitted += events.length - before
+      return proceed
     }
     const type = fast && isJsonObject(json) && typeof json["type"] === "string" ?
       Result.succeed(json["type"]) :
@@ -426,7 +427,7 @@ export const messagesProtocol = (options: {
         break
       }
       case "message_stop":
-        return finalize()
+        return finalize(events)
       case "error": {
         const event = decode(json, decoders.error)
         if (Result.isFailure(event)) return fail(event.failure, "protocol")
@@ -436,19 +437,19 @@ export const messagesProtocol = (options: {
         // nothing shown yet: a retry is invisible to the caller
         const retryAs = type != null && Object.hasOwn(retryableErrorTypes, type) ? retryableErrorTypes[type] : undefined
         if (emitted === 0 && retryAs !== undefined) return fail(text, retryAs, true)
-        return finalize(text)
+        return finalize(events, text)
       }
       // ping, content_block_stop and event types added later carry nothing to keep
     }
-    emitted += events.length
-    return emit(events)
+    emitted += events.length - before
+    return proceed
   }
 
   return {
-    onEvent: (event: Sse.Event) => onEvent(event.data),
-    onEnd: () =>
+    onEvent: (event: Sse.Event, out: Array<ModelEvent>) => onEvent(event.data, out),
+    onEnd: (out: Array<ModelEvent>) =>
       wireStop !== undefined ?
-        finalize() :
+        finalize(out) :
         fail(`the stream from ${options.provider} ended before the response was complete`, "network", true),
     complete: () => wireStop !== undefined
   }

@@ -8,7 +8,7 @@ import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, U
 import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
 import type { Cleaner } from "./text.ts"
-import { emit, fail, isJsonObject, isOptionalFinite, isOptionalString, parseEventData } from "./transport.ts"
+import { fail, finish, isJsonObject, isOptionalFinite, isOptionalString, parseEventData, proceed } from "./transport.ts"
 import type { Step, WireProtocol } from "./transport.ts"
 
 // -----------------------------------------------------------------------------
@@ -314,7 +314,7 @@ export const chatProtocol = (options: {
 
   const complete = () => finishReason !== undefined || error !== undefined
 
-  const finalize = (): Step => {
+  const finalize = (out: Array<ModelEvent>): Step => {
     const mapped = chatStopReason(finishReason, assembly.hasToolCalls())
     const stopReason: StopReason = error !== undefined ? "error" : mapped.stopReason
     const errorMessage = error !== undefined ?
@@ -331,13 +331,14 @@ export const chatProtocol = (options: {
       model: model ?? options.model,
       timestamp: options.timestamp
     })
-    return emit([{ type: "done", message }], true)
+    out.push({ type: "done", message })
+    return finish
   }
 
-  const onChunk = (chunk: WireChunk): Step => {
+  const onChunk = (chunk: WireChunk, events: Array<ModelEvent>): Step => {
+    const before = events.length
     if (model === undefined && typeof chunk.model === "string" && chunk.model.length > 0) model = chunk.model
     if (chunk.usage !== undefined && chunk.usage !== null) usage = usageOf(chunk.usage)
-    const events: Array<ModelEvent> = []
     const choice = chunk.choices?.find((c) => (c.index ?? 0) === 0)
     if (choice !== undefined) {
       const delta = choice.delta
@@ -362,7 +363,7 @@ export const chatProtocol = (options: {
     }
     if (chunk.error !== undefined && chunk.error !== null && error === undefined) {
       const wireError = chunk.error
-      if (typeof wireError !== "string" && emitted + events.length === 0 && retryableErrorCode(wireError)) {
+      if (typeof wireError !== "string" && emitted + events.length - before === 0 && retryableErrorCode(wireError)) {
         const text = options.clean(wireError.message ?? "unknown error")
         const label = `${String(wireError.code ?? "")} ${wireError.type ?? ""} ${text}`
         return fail(`${options.provider} reported an error in the stream: ${text}`, wireErrorReason(label), true)
@@ -372,20 +373,20 @@ export const chatProtocol = (options: {
       const codeNote = typeof code === "string" || typeof code === "number" ? ` (code ${options.clean(String(code), 100)})` : ""
       error = `${options.clean(text)}${codeNote}`
     }
-    emitted += events.length
-    return emit(events)
+    emitted += events.length - before
+    return proceed
   }
 
   return {
-    onEvent: (event: Sse.Event) => {
+    onEvent: (event: Sse.Event, out: Array<ModelEvent>) => {
       const data = event.data.trim()
-      if (data === "[DONE]") return finalize()
+      if (data === "[DONE]") return finalize(out)
       const chunk = parseEventData(options.provider, options.clean, data, decodeChunk, fast)
-      return Result.isFailure(chunk) ? fail(chunk.failure, "protocol") : onChunk(chunk.success)
+      return Result.isFailure(chunk) ? fail(chunk.failure, "protocol") : onChunk(chunk.success, out)
     },
-    onEnd: () =>
+    onEnd: (out: Array<ModelEvent>) =>
       complete() ?
-        finalize() :
+        finalize(out) :
         fail(`the stream from ${options.provider} ended before the response was complete`, "network", true),
     complete
   }

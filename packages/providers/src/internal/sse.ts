@@ -21,6 +21,26 @@ export interface EventParser {
   readonly feed: (chunk: string) => string | undefined
 }
 
+/** Event names model APIs send: the same string for every event, instead of a slice of each. */
+const knownNames: ReadonlyArray<string> = [
+  "content_block_delta",
+  "content_block_start",
+  "content_block_stop",
+  "message_start",
+  "message_delta",
+  "message_stop",
+  "ping",
+  "error"
+]
+
+const nameAt = (text: string, start: number, end: number): string => {
+  const length = end - start
+  for (const name of knownNames) {
+    if (name.length === length && text.startsWith(name, start)) return name
+  }
+  return text.slice(start, end)
+}
+
 const LF = 10
 const CR = 13
 const SPACE = 32
@@ -69,7 +89,7 @@ export const makeEventParser = (onEvent: (event: Sse.Event) => void, maxEventSiz
       text.charCodeAt(start + 2) === 101 && text.charCodeAt(start + 3) === 110 && text.charCodeAt(start + 4) === 116
     ) {
       const from = start + 6 < end && text.charCodeAt(start + 6) === SPACE ? start + 7 : start + 6
-      eventName = text.slice(from, end)
+      eventName = nameAt(text, from, end)
       return
     }
     const colon = text.indexOf(":", start)

@@ -31,16 +31,21 @@ export interface Failure {
   readonly retryAfter?: Duration.Duration | undefined
 }
 
-/** What a wire protocol makes of one server-sent event (or of the end of the body). */
+/**
+ * What a wire protocol makes of one server-sent event (or of the end of the body): go on, the
+ * answer is finished, or a failure. The model events themselves go to the array the caller passes
+ * (one array per network chunk, not one per event).
+ */
 export type Step =
-  | { readonly _tag: "Emit"; readonly events: ReadonlyArray<ModelEvent>; readonly finished: boolean }
+  | { readonly _tag: "Emit"; readonly finished: boolean }
   | { readonly _tag: "Fail"; readonly failure: Failure }
 
 /** One attempt's decoder: provider-specific, stateful, made fresh for every attempt. */
 export interface WireProtocol {
-  readonly onEvent: (event: Sse.Event) => Step
+  /** Decodes one event, appending the model events it makes to `out` (whatever it appended is dropped if it fails). */
+  readonly onEvent: (event: Sse.Event, out: Array<ModelEvent>) => Step
   /** The body ended before the protocol saw its end. */
-  readonly onEnd: () => Step
+  readonly onEnd: (out: Array<ModelEvent>) => Step
   /** Whether the provider has said why the answer ended: what came is the whole answer. */
   readonly complete: () => boolean
 }
@@ -61,7 +66,10 @@ export interface ProviderCall {
   readonly prices: ModelPrices | false | undefined
 }
 
-export const emit = (events: ReadonlyArray<ModelEvent>, finished = false): Step => ({ _tag: "Emit", events, finished })
+/** The step after an event: go on. */
+export const proceed: Step = { _tag: "Emit", finished: false }
+/** The step after the protocol's last event: the answer is whole. */
+export const finish: Step = { _tag: "Emit", finished: true }
 export const fail = (message: string, reason: ModelErrorReason, retryable = false): Step => ({
   _tag: "Fail",
   failure: { message, reason, retryable }
@@ -418,18 +426,20 @@ export const modelEvents = (
       let failure: Failure | undefined
       let ended = false
       let sawEvent = false
-      const apply = (step: Step) => {
+      const apply = (decode: (out: Array<ModelEvent>) => Step) => {
+        const before = events.length
+        const step = decode(events)
         if (step._tag === "Fail") {
+          events.length = before
           failure = step.failure
-          return
+        } else if (step.finished) {
+          state.finished = ended = true
         }
-        for (const event of step.events) events.push(event)
-        if (step.finished) state.finished = ended = true
       }
       const parser = makeEventParser((event) => {
         if (failure !== undefined || ended) return
         sawEvent = true
-        apply(protocol.onEvent(event))
+        apply((out) => protocol.onEvent(event, out))
       })
       const feed = (texts: ReadonlyArray<string>): Effect.Effect<void, Failure> => {
         for (const text of texts) {
@@ -453,7 +463,7 @@ export const modelEvents = (
           Pull.matchEffect(pull, {
             onSuccess: feed,
             onFailure: Effect.failCause,
-            onDone: () => Effect.sync(() => apply(protocol.onEnd()))
+            onDone: () => Effect.sync(() => apply(protocol.onEnd))
           }),
           loop
         )
@@ -508,8 +518,9 @@ const attempt = (
       if (state.finished || !protocol.complete() || (failure.reason !== "network" && failure.reason !== "timeout")) {
         return Stream.fail(failure)
       }
-      const step = protocol.onEnd()
-      return step._tag === "Fail" ? Stream.fail(step.failure) : Stream.fromArray(step.events)
+      const out: Array<ModelEvent> = []
+      const step = protocol.onEnd(out)
+      return step._tag === "Fail" ? Stream.fail(step.failure) : Stream.fromArray(out)
     })
   )
 }
