@@ -87,6 +87,18 @@ export const dropDatabase = (pg: Pg, name: string) => {
   }
 }
 
+/** A loopback port no one listens on now. */
+export const freePort = Effect.promise(() =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+)
+
 // -----------------------------------------------------------------------------
 // Overhead per step, in process
 // -----------------------------------------------------------------------------
@@ -142,7 +154,7 @@ export const durableOverhead = (
       embeddedEngineLayer({ filename: join(dir, "bench.db") }) :
       postgresRunnerLayer({
         postgres: { host: options.pg!.host, port: options.pg!.port, username: options.pg!.username, database },
-        address: { host: "127.0.0.1", port: 34990 },
+        address: { host: "127.0.0.1", port: yield* freePort },
         timings: balancedTimings
       })
     const layer = durableRunnerLayer().pipe(
@@ -218,18 +230,6 @@ const inFlight = (log: string): Array<number> => {
   }
   return [...open.values()]
 }
-
-/** A loopback port no one listens on now. */
-export const freePort = Effect.promise(() =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
-)
 
 const cpuMsOf = (pid: number | undefined): number => {
   try {

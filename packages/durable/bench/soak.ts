@@ -9,7 +9,8 @@
  *   SOAK_SHORT=1 npm run soak -w @agentloop/durable     # 30 runs, 2 kills (CI)
  *
  * Settings: SOAK_RUNS, SOAK_STEPS (5 turns: 4 with a call), SOAK_CALL_MS (500: how long a call takes), SOAK_KILL_EVERY_MS, SOAK_KILLS (most kills),
- * AGENTLOOP_TIMINGS=fast (lock timings: balancedTimings by default). PostgreSQL: AGENTLOOP_PG_*
+ * AGENTLOOP_TIMINGS=fast (lock timings: balancedTimings by default), AGENTLOOP_SHARDS (shards per group:
+ * 30 by default). PostgreSQL: AGENTLOOP_PG_*
  * (as CI and scripts/postgres.sh set them), or one started on port 54383 and stopped at the end.
  */
 import { Effect } from "effect"
@@ -38,7 +39,9 @@ const program = Effect.gen(function*() {
   ]
   console.log(
     `soak: ${runs} runs x ${steps} steps (calls of ${callMs} ms) on 3 runner processes (PostgreSQL ${pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"}, ${timings}Timings), ` +
-      `a runner killed with SIGKILL every ${killEveryMs / 1000} s: ${run.kills} kills, ${run.interrupted} calls running on the runners killed`
+      (killEveryMs > 0 ?
+        `a runner killed with SIGKILL every ${killEveryMs / 1000} s: ${run.kills} kills, ${run.interrupted} calls running on the runners killed` :
+        "no kills")
   )
   console.log(
     `  ${a.runsEnded}/${runs} runs ended in ${(run.elapsedMs / 1000).toFixed(1)} s (${a.notStop} not "stop"); ` +
