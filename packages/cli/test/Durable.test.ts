@@ -368,4 +368,29 @@ describe("agentloop --durable", () => {
       await server.close()
     }
   }, 240_000)
+
+  it("kill -9 during a model turn: the same command again asks the model again, the session keeps that turn once", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer((_body, index) => (index === 0 ? { hang: true } : { text: "answered after the restart" }))
+    const args = ["run", "--durable", "--yes", ...providerFlags(server), "answer me"]
+    try {
+      const first = startCli(args, { cwd: ws, env: testEnv(ws) })
+      assert.isTrue(await eventually(() => server.bodies.length === 1, 90_000), first.output() + first.stderr())
+      first.child.kill("SIGKILL")
+      await first.exited
+      const second = startCli(args, { cwd: ws, env: testEnv(ws) })
+      assert.strictEqual((await second.exited).code, 0, second.output() + second.stderr())
+      assert.include(second.output(), "answered after the restart")
+      assert.strictEqual(server.bodies.length, 2, "the interrupted turn was asked again, once")
+      const [file] = sessionFiles(ws)
+      const lines = jsonLines(file!)
+      assert.deepStrictEqual(lines.filter((l) => l["type"] === "turn_start").map((l) => l["step"]), [1])
+      const loaded = await load(file!)
+      assert.deepStrictEqual(loaded.messages.map((m) => m.role), ["user", "assistant"])
+      const timeline = buildTimeline(parseSessionText(readFileSync(file!, "utf8")))
+      for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 })
