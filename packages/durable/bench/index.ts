@@ -12,9 +12,9 @@
  */
 import { join } from "node:path"
 import { Effect } from "effect"
-import { kill9, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
+import { freePort, kill9, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
 import type { Proc } from "../test/crash.ts"
-import { dropDatabase, durableOverhead, freePort, freshDatabase, inMemoryMsPerStep, postgres, runCluster } from "./lib.ts"
+import { dropDatabase, durableOverhead, freshDatabase, inMemoryMsPerStep, postgres, runCluster } from "./lib.ts"
 import type { Pg } from "./lib.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"

@@ -6,7 +6,6 @@
  * analysis of what ran how many times against what the journal holds.
  */
 import { execFileSync } from "node:child_process"
-import { createServer } from "node:net"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -24,7 +23,7 @@ import {
   runDurable
 } from "../src/index.ts"
 import type { DurableEvent } from "../src/index.ts"
-import { awaitExit, lines, spawnProc, starts, tempDir, waitUntil } from "../test/crash.ts"
+import { awaitExit, freePort, lines, spawnProc, starts, tempDir, waitUntil } from "../test/crash.ts"
 import type { LogEntry, Proc } from "../test/crash.ts"
 import { violationsOf } from "../test/harness.ts"
 
@@ -86,18 +85,6 @@ export const dropDatabase = (pg: Pg, name: string) => {
     // best effort
   }
 }
-
-/** A loopback port no one listens on now. */
-export const freePort = Effect.promise(() =>
-  new Promise<number>((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
-    })
-  })
-)
 
 // -----------------------------------------------------------------------------
 // Overhead per step, in process

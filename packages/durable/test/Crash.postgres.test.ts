@@ -14,7 +14,7 @@ import { execFileSync } from "node:child_process"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { DurableEvent } from "../src/index.ts"
-import { awaitExit, kill9, lines, resultAndViolations, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "./crash.ts"
+import { awaitExit, freePort, kill9, lines, resultAndViolations, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "./crash.ts"
 import type { Proc } from "./crash.ts"
 
 const script = fileURLToPath(new URL("../scripts/postgres.sh", import.meta.url))
@@ -40,7 +40,6 @@ const freshDatabase = () => {
   return name
 }
 
-let ports = 34100 + (process.pid % 200) * 10
 const setup = (extra: object = {}) => {
   const dir = tempDir("agentloop-durable-pg-")
   return {
@@ -62,7 +61,7 @@ const cluster = (s: ReturnType<typeof setup>) =>
     yield* Effect.addFinalizer(() => Effect.sync(() => all.forEach((p) => p.child.kill("SIGKILL"))))
     // one after the other: the first creates the cluster's tables in the fresh database
     for (let i = 0; i < 2; i++) {
-      all.push(spawnProc("runner", { ...s, port: ports++ }))
+      all.push(spawnProc("runner", { ...s, port: yield* freePort }))
       yield* waitUntil(`runner ${i + 1} up`, () => starts(s.log).entries.filter((e) => e.kind === "process").length === i + 1)
     }
     return { runners: [...all], all }

@@ -5,6 +5,7 @@
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -104,3 +105,15 @@ export const resultAndViolations = (resultFile: string, eventsFile: string) => {
 
 export const toolEndedIn = (eventsFile: string, callId: string) =>
   lines<DurableEvent>(eventsFile).some((e) => e.event.type === "tool_end" && e.event.result.toolCallId === callId)
+
+/** A loopback port no one listens on now. */
+export const freePort = Effect.promise(() =>
+  new Promise<number>((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0))
+    })
+  })
+)
