@@ -1,6 +1,6 @@
 /**
- * @agentloop/providers — `Model` layers for real model APIs, on effect's HTTP client and SSE
- * decoder: OpenAI-compatible Chat Completions, Anthropic Messages, and a bridge from effect's own
+ * @agentloop/providers — `Model` layers for real model APIs, on effect's HTTP client:
+ * OpenAI-compatible Chat Completions, Anthropic Messages, and a bridge from effect's own
  * `LanguageModel`.
  *
  * Flat named exports, like `@agentloop/core`.
