@@ -283,6 +283,13 @@ describe("abort, steering and follow-ups from outside", () => {
       const users = result.messages.filter((m) => m.role === "user").map((m) => m.content)
       assert.deepStrictEqual(users, ["go", "steer", "more"])
       assert.strictEqual(result.steps, 3)
+      // the model saw each message in the request right after it joined
+      const requests = yield* h.model.requests
+      assert.deepStrictEqual(requests.map((r) => r.messages.at(-1)), [
+        { role: "user", content: "go" },
+        { role: "user", content: "steer" },
+        { role: "user", content: "more" }
+      ])
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
     }))
 })
