@@ -106,10 +106,8 @@ export class MessageAssembly {
     this.idPrefix = idPrefix
   }
 
-  private block<K extends Block["kind"]>(key: string, kind: K, make: () => Extract<Block, { kind: K }>) {
-    const found = this.byKey.get(key)
-    if (found !== undefined && found.kind === kind) return found as Extract<Block, { kind: K }>
-    const created = make()
+  /** Starts a block under `key` (the callers look it up first, without a closure per delta). */
+  private add<B extends Block>(key: string, created: B): B {
     this.byKey.set(key, created)
     this.blocks.push(created)
     return created
@@ -118,7 +116,9 @@ export class MessageAssembly {
   /** Appends a text delta; its event goes to `out` (returned). */
   text(key: string, delta: string, out: Array<ModelEvent> = []): Array<ModelEvent> {
     if (delta.length === 0) return out
-    this.block(key, "text", () => ({ kind: "text", text: new TextBuilder() })).text.append(delta)
+    const found = this.byKey.get(key)
+    const block = found?.kind === "text" ? found : this.add(key, { kind: "text", text: new TextBuilder() })
+    block.text.append(delta)
     out.push({ type: "text_delta", delta })
     return out
   }
@@ -144,11 +144,10 @@ export class MessageAssembly {
   }
 
   private thinkingBlock(key: string) {
-    return this.block(
-      key,
-      "thinking",
-      () => ({ kind: "thinking", thinking: new TextBuilder(), signature: new TextBuilder(), redacted: false })
-    )
+    const found = this.byKey.get(key)
+    return found?.kind === "thinking" ?
+      found :
+      this.add(key, { kind: "thinking", thinking: new TextBuilder(), signature: new TextBuilder(), redacted: false })
   }
 
   /** The id of the tool call under `key`, if there is one. */
@@ -172,7 +171,8 @@ export class MessageAssembly {
     },
     out: Array<ModelEvent> = []
   ): Array<ModelEvent> {
-    const block = this.block(key, "toolCall", (): ToolCallBlock => ({
+    const found = this.byKey.get(key)
+    const block = found?.kind === "toolCall" ? found : this.add<ToolCallBlock>(key, {
       kind: "toolCall",
       id: part.id !== undefined && part.id !== null && part.id.length > 0 ?
         part.id :
@@ -182,7 +182,7 @@ export class MessageAssembly {
       arguments: new TextBuilder(),
       initial: undefined,
       final: undefined
-    }))
+    })
     if (block.name === "" && typeof part.name === "string") block.name = part.name
     if (isRecord(part.initial) && Object.keys(part.initial).length > 0) block.initial = part.initial
     const fragment = part.fragment ?? ""
