@@ -102,7 +102,8 @@ export const parseAnswer = (
   | { readonly kind: "always" }
   | { readonly kind: "no"; readonly reason: string | undefined }
   | undefined => {
-  const text = line.trim()
+  // a reason is plain text: no control sequences in the session file nor in what the model sees
+  const text = stripControl(line).trim()
   const match = /^(y|yes|a|always|n|no)\b[\s:,-]*(.*)$/is.exec(text)
   if (match === null) return undefined
   const word = match[1]!.toLowerCase()

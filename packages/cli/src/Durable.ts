@@ -15,9 +15,11 @@ import type { Message, TranscriptRecord } from "@agentloop/core"
 import { abortRun, approve, embeddedClientLayer, listRuns, pendingApprovals, runnerLockFileOf } from "@agentloop/durable"
 import type { DurableRunStatus, DurableStore } from "@agentloop/durable"
 import type { WorkflowEngine } from "effect/workflow"
-import { existsSync, lstatSync, readdirSync, readFileSync } from "node:fs"
+import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
+import type { Stats } from "node:fs"
 import * as nodePath from "node:path"
 import { DatabaseSync } from "node:sqlite"
+import { stripControl } from "./Sanitize.ts"
 import { SESSIONS_FOLDER } from "./Sessions.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
@@ -56,6 +58,9 @@ export const databaseOf = (root: string, sessionId: string): string =>
  */
 export const runIdOf = (sessionId: string, n: number): string => `${sessionId}.${n}`
 
+/** A session id the CLI makes (and the only ones that name a database): letters, digits, `-`, `_`. */
+const SESSION_ID = /^[A-Za-z0-9_-]{1,100}$/
+
 /**
  * The session a run id belongs to, or undefined when `runId` is not a CLI run id.
  *
@@ -63,44 +68,90 @@ export const runIdOf = (sessionId: string, n: number): string => `${sessionId}.$
  * @category runs
  */
 export const sessionOfRun = (runId: string): string | undefined => {
-  const match = /^([A-Za-z0-9_-]+)\.([1-9][0-9]{0,8})$/.exec(runId)
+  const match = /^([A-Za-z0-9_-]{1,100})\.([1-9][0-9]{0,8})$/.exec(runId)
   return match === null ? undefined : match[1]
 }
 
+/** The SQLite files of a database: itself, its journal, its shared memory and its runner lock. */
+const databaseFiles = (file: string): ReadonlyArray<string> => [file, `${file}-wal`, `${file}-shm`, runnerLockFileOf(file)]
+
+/**
+ * Checks that a session's database can be opened without leaving the workspace: the session id
+ * is one the CLI makes, `.agentloop/durable` is a real folder of the workspace (no link on the
+ * way: SQLite follows links), and each of the database's files (`.db`, `-wal`, `-shm`, `-runner`)
+ * that exists is a regular file with one link (not a symbolic link, not a hard link to a file
+ * elsewhere). Returns the database file; `mustExist` fails when it does not exist, so that a
+ * client never creates a database.
+ *
+ * (A process of the same user that swaps a file for a link between this check and SQLite's open
+ * is not covered: node:sqlite has no `O_NOFOLLOW` open.)
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const checkDatabase = (root: string, sessionId: string, mustExist: boolean): Effect.Effect<string, DurableCliError> =>
+  Effect.suspend(() => {
+    if (!SESSION_ID.test(sessionId)) {
+      return Effect.fail(new DurableCliError(`"${stripControl(sessionId).slice(0, 100)}" is not a session id`))
+    }
+    const folder = nodePath.join(root, DURABLE_FOLDER)
+    const file = databaseOf(root, sessionId)
+    let real: string
+    try {
+      real = realpathSync(folder)
+    } catch {
+      return Effect.fail(new DurableCliError(`no durable runs database at ${file}`))
+    }
+    if (real !== nodePath.join(realpathSync(root), DURABLE_FOLDER)) {
+      return Effect.fail(new DurableCliError(`${folder} leads out of the workspace (a link): refusing to open a database there`))
+    }
+    for (const f of databaseFiles(file)) {
+      let stat: Stats
+      try {
+        stat = lstatSync(f)
+      } catch {
+        if (f === file && mustExist) return Effect.fail(new DurableCliError(`no durable runs database at ${file}`))
+        continue
+      }
+      if (!stat.isFile()) {
+        return Effect.fail(
+          new DurableCliError(`${f} is ${stat.isSymbolicLink() ? "a link" : "not a regular file"}: refusing to open it`)
+        )
+      }
+      if (stat.nlink > 1) return Effect.fail(new DurableCliError(`${f} has another hard link: refusing to open it`))
+    }
+    return Effect.succeed(file)
+  })
+
 /**
  * Makes the databases' folder (inside the workspace, through no link) and returns the session's
- * database file, refusing one that is a link.
+ * database file, refusing one that is (or whose journal, shared memory or lock file is) a link
+ * (see `checkDatabase`).
  *
  * @since 0.1.0
  * @category files
  */
 export const prepareDatabase = (root: string, sessionId: string): Effect.Effect<string, DurableCliError> =>
   Effect.gen(function*() {
+    if (!SESSION_ID.test(sessionId)) return yield* checkDatabase(root, sessionId, false)
     yield* WorkspaceIO.makeDirectory(root, DURABLE_FOLDER).pipe(Effect.mapError((e) => new DurableCliError(e.message)))
-    const file = databaseOf(root, sessionId)
-    const isLink = (() => {
-      try {
-        return lstatSync(file).isSymbolicLink()
-      } catch {
-        return false
-      }
-    })()
-    if (isLink) return yield* Effect.fail(new DurableCliError(`${file} is a link: refusing to open it`))
-    return file
+    return yield* checkDatabase(root, sessionId, false)
   })
 
 /**
  * Whether a live process is the runner of a session's database right now (it holds the file's
  * runner lock, which the operating system releases when that process ends, however it ends).
  * Checked before a session is resumed, so a second process does not touch a session that another
- * one is still writing. The lock is taken for an instant and released at once.
+ * one is still writing. The lock is taken for an instant and released at once. A database that
+ * `checkDatabase` refuses is not opened here (the run then fails with its reason).
  *
  * @since 0.1.0
  * @category runs
  */
 export const runnerBusy = (root: string, sessionId: string): boolean => {
-  const file = databaseOf(root, sessionId)
-  if (!existsSync(file)) return false
+  const checked = Effect.runSync(Effect.result(checkDatabase(root, sessionId, true)))
+  if (checked._tag === "Failure") return false
+  const file = checked.success
   let lock: DatabaseSync | undefined
   try {
     lock = new DatabaseSync(runnerLockFileOf(file), { timeout: 0 })
@@ -354,10 +405,12 @@ export const reconcileSession = (
 const openRun = (root: string, runId: string, what: string) =>
   Effect.gen(function*() {
     const sessionId = sessionOfRun(runId)
-    const records = sessionId === undefined ? undefined : sessionRecords(root, sessionId)
+    const records = sessionId === undefined ? undefined : yield* sessionRecords(root, sessionId)
     const run = records === undefined ? undefined : recordedRuns(records).find((r) => r.runId === runId)
     if (sessionId === undefined || run === undefined) {
-      return yield* Effect.fail(new DurableCliError(`unknown run ${runId} in ${root} (agentloop runs lists them)`))
+      return yield* Effect.fail(
+        new DurableCliError(`unknown run ${stripControl(runId).slice(0, 120)} in ${root} (agentloop runs lists them)`)
+      )
     }
     if (run.end !== undefined) {
       return yield* Effect.fail(new DurableCliError(`run ${runId} has ended (${run.end.reason}): nothing to ${what}`))
@@ -381,44 +434,42 @@ export const abortDurableRun = (root: string, runId: string): Effect.Effect<stri
     return `abort requested: run ${runId} ends at its next safe boundary (calls not started are skipped, a running call finishes)`
   })
 
-/** The records of a session file, or undefined when it does not exist or cannot be read. */
-const sessionRecords = (root: string, sessionId: string): Array<TranscriptRecord> | undefined => {
-  const path = nodePath.join(root, SESSIONS_FOLDER, `${sessionId}.jsonl`)
-  let text: string
-  try {
-    text = readFileSync(path, "utf8")
-  } catch {
-    return undefined
-  }
-  const out: Array<TranscriptRecord> = []
-  for (const line of text.split("\n")) {
-    try {
-      const value: unknown = JSON.parse(line)
-      if (isObject(value) && typeof value["type"] === "string") out.push(value as TranscriptRecord)
-    } catch {
-      // a torn last line
+/**
+ * The records of a session file, or undefined when it does not exist or cannot be read (the file
+ * is read inside the workspace, through no link).
+ */
+const sessionRecords = (root: string, sessionId: string): Effect.Effect<Array<TranscriptRecord> | undefined> =>
+  Effect.gen(function*() {
+    if (!SESSION_ID.test(sessionId)) return undefined
+    const read = yield* Effect.result(WorkspaceIO.readTextFile(root, `${SESSIONS_FOLDER}/${sessionId}.jsonl`))
+    if (read._tag === "Failure") return undefined
+    const out: Array<TranscriptRecord> = []
+    for (const line of read.success.split("\n")) {
+      try {
+        const value: unknown = JSON.parse(line)
+        if (isObject(value) && typeof value["type"] === "string") out.push(value as TranscriptRecord)
+      } catch {
+        // a torn last line
+      }
     }
-  }
-  return out
-}
+    return out
+  })
 
 /** Runs `effect` with a client (no runner) of a session's database. */
 const withClient = <A, E>(
   root: string,
   sessionId: string,
   effect: Effect.Effect<A, E, WorkflowEngine.WorkflowEngine | DurableStore>
-): Effect.Effect<A, E | DurableCliError> => {
-  const file = databaseOf(root, sessionId)
-  if (!existsSync(file)) return Effect.fail(new DurableCliError(`no durable runs database at ${file}`))
-  return Effect.scoped(
-    Effect.flatMap(
-      Layer.build(embeddedClientLayer({ filename: file })).pipe(
-        Effect.mapError((e: { readonly message: string }) => new DurableCliError(`cannot open ${file}: ${e.message}`))
-      ),
-      (context) => Effect.provideContext(effect, context)
-    )
-  )
-}
+): Effect.Effect<A, E | DurableCliError> =>
+  Effect.flatMap(checkDatabase(root, sessionId, true), (file) =>
+    Effect.scoped(
+      Effect.flatMap(
+        Layer.build(embeddedClientLayer({ filename: file })).pipe(
+          Effect.mapError((e: { readonly message: string }) => new DurableCliError(`cannot open ${file}: ${e.message}`))
+        ),
+        (context) => Effect.provideContext(effect, context)
+      )
+    ))
 
 /**
  * One line of `agentloop runs`.
@@ -462,9 +513,10 @@ export const listWorkspaceRuns = (root: string): Effect.Effect<ReadonlyArray<Run
     }
     const out: Array<RunLine> = []
     for (const sessionId of names) {
-      const records = sessionRecords(root, sessionId)
+      const records = yield* sessionRecords(root, sessionId)
       if (records === undefined) continue
-      const runs = recordedRuns(records)
+      // only the session's own runs (a run id names its session, and so its database)
+      const runs = recordedRuns(records).filter((r) => sessionOfRun(r.runId) === sessionId)
       if (runs.length === 0) continue
       let statuses: ReadonlyArray<DurableRunStatus> | undefined
       let unreachable = ""
@@ -484,7 +536,8 @@ export const listWorkspaceRuns = (root: string): Effect.Effect<ReadonlyArray<Run
         const stopped = run.end === undefined && idle && !state.startsWith("ended") ?
           " (no process is running it: it goes on when its command runs again)" :
           ""
-        out.push({ runId: run.runId, startedAt: run.startedAt, prompt: run.prompt, state: `${state}${stopped}` })
+        // a session file is text anyone could have written (a cloned repository): no control sequences out
+        out.push({ runId: run.runId, startedAt: run.startedAt, prompt: stripControl(run.prompt), state: stripControl(`${state}${stopped}`) })
       }
     }
     return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId))
@@ -502,12 +555,13 @@ export const parseApproveAnswer = (
   reason: ReadonlyArray<string>
 ): { readonly approved: boolean; readonly reason?: string } | DurableCliError => {
   const word = answer.trim().toLowerCase()
-  const text = reason.join(" ").trim()
+  // plain text: a reason with control sequences would carry them into the session file and its readers
+  const text = stripControl(reason.join(" ")).trim()
   if (word === "y" || word === "yes") {
     return text.length > 0 ? new DurableCliError(`a reason goes with n (no), not with ${answer}`) : { approved: true }
   }
   if (word === "n" || word === "no") return text.length > 0 ? { approved: false, reason: text } : { approved: false }
-  return new DurableCliError(`the answer must be y or n, not "${answer}"`)
+  return new DurableCliError(`the answer must be y or n, not "${stripControl(answer).slice(0, 40)}"`)
 }
 
 /**

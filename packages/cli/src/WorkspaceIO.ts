@@ -115,6 +115,20 @@ export const openAppend = (
 const MAX_SESSION_BYTES = 512 * 1024 * 1024
 
 /**
+ * Reads the regular file `path` inside the workspace as UTF-8 text (never through a link, at most
+ * `maxBytes`).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readTextFile = (
+  root: string,
+  path: string,
+  maxBytes: number = MAX_SESSION_BYTES
+): Effect.Effect<string, WorkspaceWriteError> =>
+  Effect.map(confined(root, WorkspaceFiles.readFile(path, maxBytes)), (bytes) => new TextDecoder().decode(bytes))
+
+/**
  * Cuts a torn last line (no newline at the end, left by a crash) off the file at `path`, so lines
  * appended next do not join it (the file is rewritten atomically). Returns whether it cut anything.
  *
