@@ -43,7 +43,7 @@ import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/provider
 import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
 import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from "@agentloop/tools"
 import { NodeServices } from "@effect/platform-node"
-import { readFileSync, realpathSync, statSync } from "node:fs"
+import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs"
 import * as nodePath from "node:path"
 import { makeApprovalPolicy, parseAnswer, previewCall } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
@@ -290,7 +290,7 @@ const makeAgent = (
     )
     const renderer = yield* makeRenderer({ write: out, style, live: display.isTTY === true, columns: display.columns })
     const input = yield* makeLineInput(controller)
-    const report = (message: string) => err(`${errStyle.red(`agentloop: ${message.split("\n")[0]}`)}\n`)
+    const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
 
     // the session: new, the latest (--continue) or a given one (--resume ID)
     const configuredPrompt = settings.systemPrompt ?? CODING_SYSTEM_PROMPT
@@ -789,7 +789,8 @@ const makeAgent = (
 
 const reportCliError = (e: CliError) =>
   Effect.sync(() => {
-    process.stderr.write(`agentloop: ${e.message}\n`)
+    // ids and answers from the command line, call ids from a model: no control sequences to the terminal
+    process.stderr.write(`agentloop: ${stripControl(e.message)}\n`)
     process.exitCode = 2
   })
 
@@ -845,18 +846,84 @@ export const runCommand = (
     process.exitCode = code
   })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
 
-/** Reads `--output-schema FILE`: a JSON Schema the answer must satisfy; checked before anything runs. */
+/** The largest `--output-schema` file read (a schema is a few kilobytes). */
+const MAX_SCHEMA_BYTES = 1024 * 1024
+/** The deepest nesting of objects and arrays in an `--output-schema` file. */
+const MAX_SCHEMA_DEPTH = 64
+
+/** How deep `value` nests objects and arrays, up to `limit + 1` (iterative: no stack to overflow). */
+const nestingDepth = (value: unknown, limit: number): number => {
+  let deepest = 0
+  const stack: Array<readonly [unknown, number]> = [[value, 0]]
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!
+    if (typeof v !== "object" || v === null) continue
+    if (depth + 1 > deepest) deepest = depth + 1
+    if (deepest > limit) return deepest
+    for (const child of Object.values(v)) stack.push([child, depth + 1])
+  }
+  return deepest
+}
+
+/**
+ * Reads a regular file of at most `max` bytes: a FIFO, a device or a folder is refused before
+ * anything is read (the open does not block on a FIFO), a larger file before it is read whole.
+ */
+const readRegularFile = (path: string, max: number): string => {
+  const fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK)
+  try {
+    const stat = fstatSync(fd)
+    if (!stat.isFile()) {
+      throw new CliError(stat.isDirectory() ? "it is a folder" : "it is not a regular file (a FIFO, a device or a socket)")
+    }
+    if (stat.size > max) throw new CliError(`it is larger than ${max} bytes`)
+    const buffer = Buffer.alloc(max + 1)
+    let length = 0
+    while (length <= max) {
+      const n = readSync(fd, buffer, length, max + 1 - length, null)
+      if (n === 0) break
+      length += n
+    }
+    if (length > max) throw new CliError(`it is larger than ${max} bytes`)
+    return buffer.subarray(0, length).toString("utf8")
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/**
+ * Reads `--output-schema FILE`: a JSON Schema the answer must satisfy; checked before anything
+ * runs. The file may be anywhere (the user names it), but it must be a regular file of at most
+ * 1 MiB nesting at most 64 levels; a JSON syntax error names its line and column only, never the
+ * file's text (it may be a file that was not meant to be shown, e.g. through a link).
+ */
 const readOutputSchema = (file: string): Effect.Effect<OutputSchema<unknown>, CliError> =>
   Effect.gen(function*() {
     if (file.trim().length === 0) return yield* Effect.fail(new CliError("--output-schema is empty: give a JSON Schema file"))
     const text = yield* Effect.try({
-      try: () => readFileSync(nodePath.resolve(file), "utf8"),
-      catch: (e) => new CliError(`--output-schema ${file}: cannot read it (${(e as { code?: string }).code ?? String(e)})`)
+      try: () => readRegularFile(nodePath.resolve(file), MAX_SCHEMA_BYTES),
+      catch: (e) =>
+        new CliError(
+          `--output-schema ${file}: cannot read it (${
+            e instanceof CliError ? e.message : (e as { code?: string }).code ?? "unreadable"
+          })`
+        )
     })
     const json = yield* Effect.try({
       try: (): unknown => JSON.parse(text),
-      catch: (e) => new CliError(`--output-schema ${file}: not valid JSON (${e instanceof Error ? e.message : String(e)})`)
+      catch: (e) => {
+        const at = /position (\d+)/.exec(e instanceof Error ? e.message : "")
+        const where = at === null ? "" : (() => {
+          const before = text.slice(0, Number(at[1]))
+          const line = before.split("\n").length
+          return ` at line ${line}, column ${before.length - before.lastIndexOf("\n")}`
+        })()
+        return new CliError(`--output-schema ${file}: not valid JSON${where}`)
+      }
     })
+    if (nestingDepth(json, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH) {
+      return yield* Effect.fail(new CliError(`--output-schema ${file}: nested deeper than ${MAX_SCHEMA_DEPTH} levels`))
+    }
     return yield* outputSchemaFromJson(json).pipe(
       Effect.mapError((e) => new CliError(`--output-schema ${file}: ${e.message}`))
     )

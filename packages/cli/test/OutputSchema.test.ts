@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { writeFileSync } from "node:fs"
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
+import { execFileSync } from "node:child_process"
 import { join } from "node:path"
 import { jsonLines, makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
 
@@ -84,7 +85,7 @@ describe("agentloop run --output-schema", () => {
         run("--durable", "--output-schema", "ok.json")
       ])
       assert.strictEqual(broken.code, 2)
-      assert.match(broken.err, /^agentloop: --output-schema broken\.json: not valid JSON \(.+\)\n$/)
+      assert.strictEqual(broken.err, "agentloop: --output-schema broken.json: not valid JSON at line 1, column 3\n")
       assert.strictEqual(ref.code, 2)
       assert.match(ref.err, /^agentloop: --output-schema ref\.json: unsupported JSON Schema at [^\n]*properties\/a[^\n]*\$ref[^\n]*\n$/)
       assert.strictEqual(missing.code, 2)
@@ -94,6 +95,48 @@ describe("agentloop run --output-schema", () => {
       for (const r of [broken, ref, missing, durable]) assert.strictEqual(r.out, "")
       assert.strictEqual(server.bodies.length, 0, "no request was made")
       assert.deepStrictEqual(sessionFiles(ws), [], "no session was started")
+    } finally {
+      await server.close()
+    }
+  }, 120_000)
+
+  it("hostile schema files: a FIFO, a folder, a device, a huge file, deep nesting, a link to a secret: one clear line each, no hang, no secret", async () => {
+    const ws = makeWorkspace()
+    execFileSync("mkfifo", [join(ws, "fifo.json")])
+    mkdirSync(join(ws, "folder.json"))
+    writeFileSync(join(ws, "huge.json"), `{"type":"object","description":"${"x".repeat(2 * 1024 * 1024)}"}`)
+    let deep = `{"type":"string"}`
+    for (let i = 0; i < 20_000; i++) deep = `{"type":"object","properties":{"a":${deep}}}`
+    writeFileSync(join(ws, "deep.json"), deep)
+    const secrets = makeWorkspace()
+    writeFileSync(join(secrets, "credentials"), "SECRET-abcdef0123456789\n")
+    symlinkSync(join(secrets, "credentials"), join(ws, "linked.json"))
+    const server = await scriptServer([])
+    try {
+      const run = async (file: string) => {
+        const cli = startCli(["run", ...providerFlags(server), "--output-schema", file, "task"], { cwd: ws, env: testEnv(ws) })
+        // a read that blocks (a FIFO with no writer) would never end: the watchdog makes that a failure
+        const watchdog = setTimeout(() => cli.child.kill("SIGKILL"), 60_000)
+        const { code } = await cli.exited
+        clearTimeout(watchdog)
+        return { code, out: cli.output(), err: cli.stderr() }
+      }
+      const [fifo, folder, device, huge, nested, linked] = await Promise.all(
+        ["fifo.json", "folder.json", "/dev/zero", "huge.json", "deep.json", "linked.json"].map(run)
+      )
+      assert.deepStrictEqual(
+        [fifo, folder, device, huge, nested, linked].map((r) => [r.code, r.out]),
+        [[2, ""], [2, ""], [2, ""], [2, ""], [2, ""], [2, ""]],
+        JSON.stringify([fifo, folder, device, huge, nested, linked].map((r) => r.err))
+      )
+      assert.strictEqual(fifo.err, "agentloop: --output-schema fifo.json: cannot read it (it is not a regular file (a FIFO, a device or a socket))\n")
+      assert.strictEqual(folder.err, "agentloop: --output-schema folder.json: cannot read it (it is a folder)\n")
+      assert.strictEqual(device.err, "agentloop: --output-schema /dev/zero: cannot read it (it is not a regular file (a FIFO, a device or a socket))\n")
+      assert.strictEqual(huge.err, "agentloop: --output-schema huge.json: cannot read it (it is larger than 1048576 bytes)\n")
+      assert.strictEqual(nested.err, "agentloop: --output-schema deep.json: nested deeper than 64 levels\n")
+      assert.strictEqual(linked.err, "agentloop: --output-schema linked.json: not valid JSON\n")
+      assert.notInclude(linked.err, "SECRET")
+      assert.strictEqual(server.bodies.length, 0, "no request was made")
     } finally {
       await server.close()
     }
