@@ -16,7 +16,9 @@
  * - Timeout (default `BASH_DEFAULT_TIMEOUT_SECONDS`, at most `BASH_MAX_TIMEOUT_SECONDS`), abort,
  *   interruption and the command's normal end kill everything it started: in a PID namespace
  *   every process in it (SIGKILL, even those that called `setsid` or double-forked), in a process
- *   group the group (SIGTERM, then SIGKILL after `BASH_KILL_GRACE`).
+ *   group the group (SIGTERM, then SIGKILL after `BASH_KILL_GRACE`). In a PID namespace this
+ *   holds even when the process running the tool is killed with SIGKILL: the namespace is started
+ *   through `setpriv --pdeathsig KILL` (util-linux) when it is there, so the kernel takes it down.
  *
  * @since 0.1.0
  */
@@ -169,7 +171,28 @@ const namespaceArgs = (): ReadonlyArray<string> => [
   "--mount-proc"
 ]
 
+/**
+ * `setpriv --pdeathsig KILL` (util-linux, beside `unshare`): the kernel kills `unshare` when the
+ * process that started it dies, even by SIGKILL, when no finalizer runs; `--kill-child` then kills
+ * the namespace's PID 1, and with it every process of the namespace. Without it, a `kill -9` of
+ * this process would leave the command running, reparented to PID 1 (and a durable run resumed
+ * after the kill would run the call again beside it). The death signal survives `exec`.
+ */
+const deathSignalArgs = ["--pdeathsig", "KILL"] as const
+
+/** How a command is started in a PID namespace: through `setpriv` when it is there. */
+let namespaceLauncher: "setpriv" | "unshare" | undefined
+
 let detected: Containment | undefined
+
+/** Whether `file args…` runs and exits 0. */
+const succeeds = (file: string, args: ReadonlyArray<string>) =>
+  Effect.scoped(
+    Effect.flatMap(
+      ChildProcess.make(file, args, { stdin: "ignore", stdout: "ignore", stderr: "ignore" }),
+      (handle) => handle.exitCode
+    )
+  ).pipe(Effect.map((code) => code === 0), Effect.orElseSucceed(() => false))
 
 /**
  * The containment `bash` uses here, found once per process by trying `unshare` (Linux only).
@@ -184,21 +207,26 @@ export const detectContainment: Effect.Effect<
 > = Effect.suspend(() => {
   if (detected !== undefined) return Effect.succeed(detected)
   if (process.platform !== "linux") return Effect.succeed<Containment>("process-group")
-  return Effect.scoped(
-    Effect.flatMap(
-      ChildProcess.make("unshare", [...namespaceArgs(), "true"], {
-        stdin: "ignore",
-        stdout: "ignore",
-        stderr: "ignore"
-      }),
-      (handle) => handle.exitCode
-    )
-  ).pipe(
-    Effect.map((code): Containment => code === 0 ? "pid-namespace" : "process-group"),
-    Effect.orElseSucceed((): Containment => "process-group"),
-    Effect.tap((found) => Effect.sync(() => void (detected = found)))
-  )
+  return Effect.gen(function*() {
+    if (yield* succeeds("setpriv", [...deathSignalArgs, "unshare", ...namespaceArgs(), "true"])) {
+      namespaceLauncher = "setpriv"
+      return detected = "pid-namespace"
+    }
+    if (yield* succeeds("unshare", [...namespaceArgs(), "true"])) {
+      namespaceLauncher = "unshare"
+      return detected = "pid-namespace"
+    }
+    return detected = "process-group"
+  })
 })
+
+/** The program and arguments that run `command` under the given containment. */
+const commandLine = (containment: Containment, command: string): readonly [string, ReadonlyArray<string>] =>
+  containment === "process-group" ?
+    ["bash", ["-c", command]] :
+    namespaceLauncher === "setpriv" ?
+    ["setpriv", [...deathSignalArgs, "unshare", ...namespaceArgs(), "bash", "-c", command]] :
+    ["unshare", [...namespaceArgs(), "bash", "-c", command]]
 
 /** The signal that ended the process, from the error effect's spawner reports for it. */
 const signalOf = (error: PlatformError.PlatformError): string | undefined => {
@@ -279,9 +307,7 @@ export const bashTool = defineTool({
           })
         )
       const env = { ...bashEnvironment(options), PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb", NO_COLOR: "1" }
-      const [file, args] = containment === "pid-namespace" ?
-        ["unshare", [...namespaceArgs(), "bash", "-c", command]] as const :
-        ["bash", ["-c", command]] as const
+      const [file, args] = commandLine(containment, command)
       const run = Effect.scoped(Effect.gen(function*() {
         const handle = yield* ChildProcess.make(file, args, {
           cwd: workspace.root,

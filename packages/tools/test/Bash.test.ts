@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { fileURLToPath } from "node:url"
@@ -196,6 +196,32 @@ describe("bash", () => {
       })
     ).pipe(Effect.ensuring(reap(s)))
   })
+
+  it.live("kill -9 of the process that runs bash (no finalizer runs) still kills every process the command started", () => {
+    const s = uniqueSleep()
+    return Effect.gen(function*() {
+      const base = mkdtempSync(`${tmpdir()}/agentloop-orphan-`)
+      const probe = fileURLToPath(new URL("./fixtures/bash-as-user.ts", import.meta.url))
+      const child = spawn(process.execPath, ["--no-warnings", probe, base, `${escapers(s)}wait`], {
+        cwd: fileURLToPath(new URL("..", import.meta.url)),
+        stdio: "ignore"
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(base, { recursive: true, force: true })))
+      // the four sleepers (and the namespace's bash) are up: the tool is in the middle of its call
+      const started = yield* Effect.promise(async () => {
+        for (let i = 0; i < 1000 && running(s).length < 4; i++) await new Promise((r) => setTimeout(r, 10))
+        return running(s).length
+      })
+      assert.strictEqual(started, 4, "the four sleepers are running")
+      child.kill("SIGKILL")
+      // every chance to survive: a survivor would still be there after these 2 s
+      const left = yield* Effect.promise(async () => {
+        for (let i = 0; i < 200 && running(s).length > 0; i++) await new Promise((r) => setTimeout(r, 10))
+        return running(s)
+      })
+      assert.deepStrictEqual(left, [], "no process of the command outlives the process that ran it")
+    }).pipe(Effect.scoped, Effect.ensuring(reap(s)))
+  }, 20_000)
 
   it.effect("interruption (abort) kills every process, also those that called setsid or double-forked", () => {
     const s = uniqueSleep()
