@@ -14,6 +14,7 @@ import {
 import type { Message, ToolResultMessage, UserMessage } from "@agentloop/core"
 import { echoTool, makeScriptedModel, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
+import { MAX_SCHEMA_DEPTH } from "../src/internal/jsonSchema.ts"
 
 const Person = Schema.Struct({ name: Schema.String, age: Schema.Number })
 
@@ -392,6 +393,21 @@ describe("outputSchemaFromJson", () => {
       yield* refused({ anyOf: [{ type: "string" }, { contains: {} }] }, "#/anyOf/1/contains", /contains/)
       yield* refused("object", "#", /must be an object or a boolean/)
       yield* refused({ type: "object", required: "a" }, "#/required", /array of strings/)
+    }))
+
+  it.effect("refuses a schema nested past the depth limit with a typed error, however deep (no stack overflow)", () =>
+    Effect.gen(function*() {
+      const nested = (levels: number): unknown => {
+        let schema: unknown = { type: "string" }
+        for (let i = 0; i < levels; i++) schema = { type: "array", items: schema }
+        return schema
+      }
+      // at the limit it is accepted and checks answers
+      const deepest = yield* outputSchemaFromJson(nested(MAX_SCHEMA_DEPTH))
+      assert.isTrue(deepest.wrapped)
+      // one level more, and 20,000 levels (which overflowed the stack before the limit)
+      yield* refused(nested(MAX_SCHEMA_DEPTH + 1), `#${"/items".repeat(MAX_SCHEMA_DEPTH + 1)}`, /nested more than 64 levels/)
+      yield* refused(nested(20_000), `#${"/items".repeat(MAX_SCHEMA_DEPTH + 1)}`, /nested more than 64 levels/)
     }))
 
   it.effect("accepts annotations it does not check (title, description, format, examples, $schema)", () =>

@@ -401,19 +401,29 @@ export interface SchemaProblem {
 }
 
 /**
+ * How deeply subschemas may nest in a schema given from outside. The checks recurse once per
+ * level: a schema nested tens of thousands of levels deep (a few hundred kilobytes of JSON) would
+ * overflow the stack instead of getting an error.
+ */
+export const MAX_SCHEMA_DEPTH = 64
+
+/**
  * The first reason why `schema` cannot be checked exactly as written, if any: a keyword that
- * constrains values but that `compileSchema` does not implement, a malformed keyword value, or a
- * `pattern` that is not a valid regular expression. Keywords it does not know otherwise are
- * annotations (`title`, `format`, `examples`, `x-…`), as JSON Schema says.
+ * constrains values but that `compileSchema` does not implement, a malformed keyword value, a
+ * `pattern` that is not a valid regular expression, or subschemas nested deeper than
+ * `MAX_SCHEMA_DEPTH`. Keywords it does not know otherwise are annotations (`title`, `format`,
+ * `examples`, `x-…`), as JSON Schema says.
  */
 export const unsupportedSchema = (
   schema: unknown,
-  path: Array<string | number> = []
+  path: Array<string | number> = [],
+  depth = 0
 ): SchemaProblem | undefined => {
   const problem = (message: string, at: ReadonlyArray<string | number> = path): SchemaProblem => ({
     path: pointer(at),
     message
   })
+  if (depth > MAX_SCHEMA_DEPTH) return problem(`subschemas are nested more than ${MAX_SCHEMA_DEPTH} levels deep`)
   if (typeof schema === "boolean") return undefined
   if (!isObject(schema)) return problem(`a schema must be an object or a boolean, got ${show(schema)}`)
   for (const key of Object.keys(schema)) {
@@ -482,7 +492,7 @@ export const unsupportedSchema = (
     }
   }
   for (const [sub, at] of subschemas) {
-    const found = unsupportedSchema(sub, at)
+    const found = unsupportedSchema(sub, at, depth + 1)
     if (found !== undefined) return found
   }
   return undefined
