@@ -10,6 +10,7 @@ import {
   allow,
   ask as askDecision,
   callbackSinkLayer,
+  Executor,
   Model,
   outputSchemaFromJson,
   parseTranscript,
@@ -47,7 +48,7 @@ import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync,
 import * as nodePath from "node:path"
 import { makeApprovalPolicy, parseAnswer, previewCall } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
-import { makeCompactor, knownContextWindow } from "./Compaction.ts"
+import { knownContextWindow, makeCompactor, toolDefinitionsChars } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings } from "./Config.ts"
 import {
@@ -342,9 +343,16 @@ const makeAgent = (
     const contextWindow = settings.contextWindow ?? (modelName === undefined ? undefined : knownContextWindow(modelName))
     // the model in use now (`/model` switches it)
     const currentModel = Model.of({ stream: (request) => Stream.suspend(() => Context.get(modelContext, Model).stream(request)) })
+    // every request carries the tool definitions (and the final-answer tool with --output-schema)
+    const toolChars = () =>
+      toolDefinitionsChars([
+        ...Context.get(executor, Executor).definitions,
+        ...(options.output === undefined ? [] : [options.output.definition])
+      ])
     const compactor = makeCompactor({
       contextWindow,
       systemPrompt,
+      toolChars,
       model: currentModel,
       initial: lastCompaction(log),
       onCompact: (state, info) =>

@@ -19,7 +19,7 @@
  * @since 0.1.0
  */
 import { Effect, Stream } from "effect"
-import type { AssistantMessage, Message, Model, ModelError, Usage, UserMessage } from "@agentloop/core"
+import type { AssistantMessage, Message, Model, ModelError, ToolDefinition, Usage, UserMessage } from "@agentloop/core"
 import { modelInfo } from "@agentloop/providers"
 
 /**
@@ -79,13 +79,25 @@ export const knownContextWindow = (model: string): number | undefined => {
 }
 
 /**
- * A cautious estimate of the tokens of a request (4 characters a token).
+ * A cautious estimate of the tokens of a request (4 characters a token): its messages, its system
+ * prompt and `extraChars` (the tool definitions sent with it, see `toolDefinitionsChars`).
  *
  * @since 0.1.0
  * @category compaction
  */
-export const estimateTokens = (messages: ReadonlyArray<Message>, systemPrompt = ""): number =>
-  Math.ceil((JSON.stringify(messages).length + systemPrompt.length) / 4)
+export const estimateTokens = (messages: ReadonlyArray<Message>, systemPrompt = "", extraChars = 0): number =>
+  Math.ceil((JSON.stringify(messages).length + systemPrompt.length + extraChars) / 4)
+
+/**
+ * The characters the tool definitions take in a request (each tool's name, description and JSON
+ * Schema, as the providers send them): every request carries them, so they count towards the
+ * context window as the messages do.
+ *
+ * @since 0.1.0
+ * @category compaction
+ */
+export const toolDefinitionsChars = (definitions: ReadonlyArray<ToolDefinition>): number =>
+  definitions.reduce((n, d) => n + d.name.length + d.description.length + JSON.stringify(d.parameters).length, 0)
 
 /**
  * The summary in force: the message and how many leading transcript messages it stands for.
@@ -182,6 +194,8 @@ export const summarizeWith = (
 export interface CompactorOptions {
   readonly contextWindow: number | undefined
   readonly systemPrompt: string
+  /** The characters of the tool definitions each request carries (read before each request: they may change). */
+  readonly toolChars?: (() => number) | undefined
   readonly model: Model["Service"]
   readonly initial: CompactionState | undefined
   /** Called with each new summary (to record it in the session and show a line). */
@@ -234,8 +248,11 @@ export const makeCompactor = (options: CompactorOptions): Compactor => {
       Effect.gen(function*() {
         const window = options.contextWindow
         const current = apply(messages)
-        if (window === undefined || estimateTokens(current, options.systemPrompt) <= window * COMPACT_AT) return current
-        yield* compact(messages, window * KEEP_SHARE)
+        if (window === undefined) return current
+        const tools = options.toolChars?.() ?? 0
+        if (estimateTokens(current, options.systemPrompt, tools) <= window * COMPACT_AT) return current
+        // the verbatim tail gets its share of the window less what the tools take in every request
+        yield* compact(messages, Math.max(0, window * KEEP_SHARE - Math.ceil(tools / 4)))
         return apply(messages)
       }),
     // on demand: everything but the last turn

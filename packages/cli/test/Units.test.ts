@@ -5,7 +5,7 @@ import { allow, decide, Model, pairingViolations } from "@agentloop/core"
 import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
 import { makeApprovalPolicy, parseAnswer, previewCall } from "../src/Approvals.ts"
 import type { ApprovalRecord } from "../src/Approvals.ts"
-import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER } from "../src/Compaction.ts"
+import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER, toolDefinitionsChars } from "../src/Compaction.ts"
 import { rebuildRun, sameMessages } from "../src/Durable.ts"
 import { stripControl } from "../src/Sanitize.ts"
 import { makeStyle } from "../src/Style.ts"
@@ -156,6 +156,46 @@ describe("compaction", () => {
       const again = yield* compactor.transform(bigger.slice(0, recorded[0]! + 1))
       assert.strictEqual(again[0], summary)
       assert.strictEqual(requests.length, 1)
+    }))
+  it.effect("the tool definitions count: a request that fits on its messages alone but not with its tools is compacted", () =>
+    Effect.gen(function*() {
+      const requests: Array<ModelRequest> = []
+      const model = Model.of({
+        stream: (request) => {
+          requests.push(request)
+          return Stream.make({
+            type: "done" as const,
+            message: { role: "assistant" as const, content: [{ type: "text" as const, text: "SUMMARY" }], stopReason: "stop" as const }
+          })
+        }
+      })
+      const transcript: Array<Message> = [user("task"), calls("c1"), result("c1"), text("ok"), user("next"), calls("c2"), result("c2")]
+      const tools = [
+        { name: "bash", description: "d".repeat(400), parameters: { type: "object", properties: { command: { type: "string" } } } },
+        { name: "read", description: "r".repeat(400), parameters: { type: "object", properties: { path: { type: "string" } } } }
+      ] as const
+      const chars = toolDefinitionsChars(tools)
+      assert.strictEqual(chars, 4 + 400 + JSON.stringify(tools[0].parameters).length + 4 + 400 + JSON.stringify(tools[1].parameters).length)
+      // the messages alone take 60% of the window: under 75%; with the tools, over it
+      const window = Math.ceil(estimateTokens(transcript) / 0.6)
+      assert.isAbove(estimateTokens(transcript, "", chars), window * 0.75)
+      const make = (toolChars: (() => number) | undefined) =>
+        makeCompactor({
+          contextWindow: window,
+          systemPrompt: "",
+          toolChars,
+          model,
+          initial: undefined,
+          onCompact: () => Effect.void,
+          onError: () => Effect.die("no error expected")
+        })
+      const without = yield* make(undefined).transform(transcript)
+      assert.deepStrictEqual(without, transcript, "without tools counted it fits")
+      assert.strictEqual(requests.length, 0)
+      const withTools = yield* make(() => chars).transform(transcript)
+      assert.strictEqual(requests.length, 1, "counted with its tools it is summarised")
+      assert.isTrue(typeof withTools[0]!.content === "string" && withTools[0]!.content.startsWith(SUMMARY_HEADER))
+      assert.deepStrictEqual(pairingViolations(withTools), [])
     }))
 })
 
