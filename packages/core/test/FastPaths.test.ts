@@ -194,7 +194,7 @@ describe("without a tracing backend", () => {
         Model,
         Model.of({
           stream: (request) =>
-            Stream.unwrap(Effect.map(Effect.currentSpan, (span) => {
+            Stream.unwrap(Effect.map(Effect.orDie(Effect.currentSpan), (span) => {
               seen.push(span.name)
               return script[next++]!(request)
             }))
