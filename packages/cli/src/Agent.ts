@@ -46,7 +46,7 @@ import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from 
 import { NodeServices } from "@effect/platform-node"
 import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs"
 import * as nodePath from "node:path"
-import { makeApprovalPolicy, parseAnswer, previewCall } from "./Approvals.ts"
+import { approvalTimeoutReason, makeApprovalPolicy, parseAnswer, previewCall } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
 import { knownContextWindow, makeCompactor, toolDefinitionsChars } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
@@ -169,6 +169,7 @@ const modelOf = (settings: Settings, model: string) =>
       baseUrl: settings.baseUrl,
       apiKey,
       maxTokens: settings.maxTokens,
+      ...(provider === "anthropic" && settings.promptCaching !== undefined ? { promptCaching: settings.promptCaching } : {}),
       ...(Object.keys(settings.timeouts).length > 0 ?
         { timeouts: settings.timeouts as { readonly [K in keyof Settings["timeouts"]]: Duration.Input } } :
         {})
@@ -380,7 +381,8 @@ const makeAgent = (
       print: (text) => renderer.line(text),
       record: (r: ApprovalRecord) => Effect.flatMap(Clock.currentTimeMillis, (at) => append({ type: "approval", at, ...r })),
       style,
-      always
+      always,
+      timeout: settings.approvalTimeout
     })
 
     const persist = (event: LoopEvent): Effect.Effect<void> =>
@@ -578,6 +580,9 @@ const makeAgent = (
         yield* renderer.line(`  waiting for an answer: agentloop approve ${runId} ${call.id} y|n [reason]`)
       })
 
+    const timedOut = (denial: unknown) =>
+      settings.approvalTimeout !== undefined && denial === approvalTimeoutReason(settings.approvalTimeout)
+
     /** A waiting call started or got its result: stop asking; record an answer given elsewhere. */
     const settle = (callId: string, result: ToolResultMessage | undefined) =>
       Effect.gen(function*() {
@@ -591,6 +596,10 @@ const makeAgent = (
         if (result === undefined) {
           yield* record({ ...base, decision: "approved", by: "remote" })
           yield* renderer.line(style.dim(`  ${w.call.name} ${callId}: approved from another terminal`))
+        } else if (details?.reason === "denied" && timedOut(details.denial)) {
+          // --approval-timeout: the run answered it denied when the time was up
+          yield* record({ ...base, decision: "denied", by: "timeout", reason: String(details.denial) })
+          yield* renderer.line(style.yellow(`⊘ ${w.call.name} denied: ${String(details.denial)}`))
         } else if (details?.reason === "denied") {
           yield* record({
             ...base,
@@ -650,7 +659,7 @@ const makeAgent = (
       }
       const file = yield* prepareDatabase(root, log.id).pipe(Effect.mapError((e) => new CliError(e.message)))
       const runnerScope = yield* Scope.fork(scope)
-      const layer = durableRunnerLayer({ policy: durablePolicy }).pipe(
+      const layer = durableRunnerLayer({ policy: durablePolicy, approvalTimeout: settings.approvalTimeout }).pipe(
         Layer.provideMerge(embeddedEngineLayer({ filename: file })),
         Layer.provide(Layer.mergeAll(
           Layer.succeed(Model, durableModel),

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Semaphore } from "effect"
+import { Clock, Duration, Effect, Option, Semaphore } from "effect"
 import { allow, deny } from "@agentloop/core"
 import type { ToolCall, ToolPolicy } from "@agentloop/core"
 import { stripControl } from "./Sanitize.ts"
@@ -33,8 +33,11 @@ export interface ApprovalRecord {
   readonly toolCallId: string
   readonly name: string
   readonly decision: "approved" | "denied" | "always"
-  /** `remote`: answered with `agentloop approve` from another process (durable runs). */
-  readonly by: "user" | "policy" | "no-terminal" | "remote"
+  /**
+   * `remote`: answered with `agentloop approve` from another process (durable runs); `timeout`: no
+   * answer within `--approval-timeout`.
+   */
+  readonly by: "user" | "policy" | "no-terminal" | "remote" | "timeout"
   readonly reason?: string
   /** When the question was put (epoch milliseconds), for decisions that asked. */
   readonly askedAt?: number
@@ -55,7 +58,18 @@ export interface ApprovalOptions {
   readonly style: Style
   /** Tools answered `a` so far (kept for the session, across runs). */
   readonly always: Set<string>
+  /** A question not answered within this time is answered denied (`--approval-timeout`). Default: no limit. */
+  readonly timeout?: Duration.Duration | undefined
 }
+
+/**
+ * The reason the model sees for a call whose approval was not given in time.
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const approvalTimeoutReason = (timeout: Duration.Duration): string =>
+  `no answer to the approval request within ${Duration.format(timeout)}`
 
 const clip = (lines: ReadonlyArray<string>, max: number) =>
   lines.length > max ? [...lines.slice(0, max), `… ${lines.length - max} more line(s)`] : lines
@@ -137,6 +151,39 @@ export const makeApprovalPolicy = (options: ApprovalOptions): Effect.Effect<Tool
         deny(NO_TERMINAL_REASON)
       )
     }
+    const asker = ask
+    /** Asks until the answer is one of y, n (reason), a. */
+    const questionLoop = (asked: { readonly toolCallId: string; readonly name: string; readonly askedAt: number }) =>
+      Effect.gen(function*() {
+        while (true) {
+          const line = yield* asker(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `)
+          if (line === undefined) {
+            yield* options.record({ ...asked, decision: "denied", by: "no-terminal", reason: NO_TERMINAL_REASON })
+            return deny(NO_TERMINAL_REASON)
+          }
+          const answer = parseAnswer(line)
+          if (answer === undefined) continue
+          if (answer.kind === "yes") {
+            yield* options.record({ ...asked, decision: "approved", by: "user" })
+            return allow
+          }
+          if (answer.kind === "always") {
+            options.always.add(call.name)
+            yield* options.record({ ...asked, decision: "always", by: "user" })
+            return allow
+          }
+          const reason = answer.reason === undefined ?
+            "the user denied this call" :
+            `the user denied this call: ${answer.reason}`
+          yield* options.record({
+            ...asked,
+            decision: "denied",
+            by: "user",
+            ...(answer.reason === undefined ? {} : { reason: answer.reason })
+          })
+          return deny(reason)
+        }
+      })
     // one question at a time (a batch may hold several calls that ask)
     return lock.withPermits(1)(Effect.gen(function*() {
       if (options.always.has(call.name)) {
@@ -146,28 +193,14 @@ export const makeApprovalPolicy = (options: ApprovalOptions): Effect.Effect<Tool
       yield* options.print(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
       for (const line of previewCall(call, style)) yield* options.print(`    ${line}`)
       const asked = { ...base, askedAt: yield* Clock.currentTimeMillis }
-      while (true) {
-        const line = yield* ask(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `)
-        if (line === undefined) {
-          yield* options.record({ ...asked, decision: "denied", by: "no-terminal", reason: NO_TERMINAL_REASON })
-          return deny(NO_TERMINAL_REASON)
-        }
-        const answer = parseAnswer(line)
-        if (answer === undefined) continue
-        if (answer.kind === "yes") {
-          yield* options.record({ ...asked, decision: "approved", by: "user" })
-          return allow
-        }
-        if (answer.kind === "always") {
-          options.always.add(call.name)
-          yield* options.record({ ...asked, decision: "always", by: "user" })
-          return allow
-        }
-        const reason = answer.reason === undefined ?
-          "the user denied this call" :
-          `the user denied this call: ${answer.reason}`
-        yield* options.record({ ...asked, decision: "denied", by: "user", ...(answer.reason === undefined ? {} : { reason: answer.reason }) })
-        return deny(reason)
-      }
+      const timeout = options.timeout
+      if (timeout === undefined) return yield* questionLoop(asked)
+      // no answer in time: the question goes away (its read is interrupted) and the call is denied
+      const answered = yield* Effect.timeoutOption(questionLoop(asked), timeout)
+      if (Option.isSome(answered)) return answered.value
+      const reason = approvalTimeoutReason(timeout)
+      yield* options.record({ ...asked, decision: "denied", by: "timeout", reason })
+      yield* options.print(style.yellow(`⊘ ${call.name} denied: ${reason}`))
+      return deny(reason)
     }))
   })

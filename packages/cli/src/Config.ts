@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, Option, Schema } from "effect"
+import { Duration as EffectDuration, Effect, Option, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
@@ -57,7 +57,9 @@ export const ConfigFile = Schema.Struct({
     request: Schema.optionalKey(Duration)
   })),
   /** MCP servers, in the Claude Desktop format (checked by `@agentloop/mcp`'s `decodeMcpServers`). */
-  mcpServers: Schema.optionalKey(Schema.Unknown)
+  mcpServers: Schema.optionalKey(Schema.Unknown),
+  promptCaching: Schema.optionalKey(Schema.Boolean),
+  approvalTimeout: Schema.optionalKey(Duration)
 })
 /**
  * @since 0.1.0
@@ -129,6 +131,10 @@ export interface FlagSettings {
   readonly firstByteTimeout: Option.Option<string>
   readonly idleTimeout: Option.Option<string>
   readonly requestTimeout: Option.Option<string>
+  /** `--prompt-cache` / `--no-prompt-cache` (Anthropic's cache breakpoints). */
+  readonly promptCache: Option.Option<boolean>
+  /** `--approval-timeout DURATION`. */
+  readonly approvalTimeout: Option.Option<string>
 }
 
 /**
@@ -152,6 +158,10 @@ export interface Settings {
     readonly request?: number | string
   }
   readonly mcpServers: unknown
+  /** Anthropic's prompt caching (`promptCaching`); undefined: the provider's default (on). */
+  readonly promptCaching: boolean | undefined
+  /** A question for approval not answered within this time is answered denied; undefined: no limit. */
+  readonly approvalTimeout: EffectDuration.Duration | undefined
   /** The config files that were found, in precedence order. */
   readonly files: ReadonlyArray<string>
 }
@@ -179,6 +189,21 @@ const envProvider = (env: NodeJS.ProcessEnv): Effect.Effect<ProviderName | undef
   return Schema.is(ProviderName)(raw) ?
     Effect.succeed(raw) :
     Effect.fail(new ConfigError({ message: `AGENTLOOP_PROVIDER must be scripted, openai-compat or anthropic, got "${raw}"` }))
+}
+
+/** A positive duration: seconds (a number, or digits) or e.g. "3 days", "90 seconds". */
+const approvalTimeoutOf = (
+  value: number | string | undefined,
+  where: string
+): Effect.Effect<EffectDuration.Duration | undefined, ConfigError> => {
+  if (value === undefined) return Effect.succeed(undefined)
+  const input = typeof value === "number" || /^\d+(\.\d+)?$/.test(value.trim()) ? `${Number(value)} seconds` : value.trim()
+  const parsed = EffectDuration.fromInput(input as EffectDuration.Input)
+  return Option.isSome(parsed) && EffectDuration.isFinite(parsed.value) && EffectDuration.toMillis(parsed.value) > 0 ?
+    Effect.succeed(parsed.value) :
+    Effect.fail(
+      new ConfigError({ message: `${where} must be a positive duration (seconds, or e.g. "3 days", "90 minutes"), got "${value}"` })
+    )
 }
 
 const nonEmpty = (s: string | undefined) => (s === undefined || s === "" ? undefined : s)
@@ -231,6 +256,11 @@ export const resolveSettings = (
         ...timeout(flags.requestTimeout, "request")
       },
       mcpServers: fromFiles("mcpServers"),
+      promptCaching: pick(flags.promptCache, undefined, "promptCaching"),
+      approvalTimeout: yield* approvalTimeoutOf(
+        Option.isSome(flags.approvalTimeout) ? flags.approvalTimeout.value : fromFiles("approvalTimeout"),
+        Option.isSome(flags.approvalTimeout) ? "--approval-timeout" : "approvalTimeout"
+      ),
       files: found
     }
   })

@@ -271,6 +271,18 @@ const agentFlags = {
   firstByteTimeout: optionalString("first-byte-timeout", "longest wait for the response's headers (seconds or e.g. \"2 minutes\")"),
   idleTimeout: optionalString("idle-timeout", "longest silence while a response streams"),
   requestTimeout: optionalString("request-timeout", "longest time for one model request"),
+  promptCache: Flag.Boolean("prompt-cache").pipe(
+    Flag.withDescription(
+      "Anthropic's prompt caching (cache breakpoints on the tools, the system prompt and the latest turns; on by " +
+        "default): --no-prompt-cache turns it off (OpenAI-compatible servers cache on their own, with no option)"
+    ),
+    Flag.optional
+  ),
+  approvalTimeout: optionalString(
+    "approval-timeout",
+    "a call that asks for approval and gets no answer within this time is denied (seconds or e.g. \"10 minutes\", " +
+      "\"3 days\"; default: it waits)"
+  ),
   yes: Flag.Boolean("yes").pipe(Flag.withAlias("y"), Flag.withDescription("allow every tool call without asking"), Flag.withDefault(false)),
   continue: Flag.Boolean("continue").pipe(Flag.withAlias("c"), Flag.withDescription("continue the latest session"), Flag.withDefault(false)),
   resume: optionalString("resume", "continue the session with this id (see agentloop sessions)"),

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Effect, Stream } from "effect"
+import { Clock, Duration, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { allow, decide, Model, pairingViolations } from "@agentloop/core"
+import { allow, decide, deny, Model, pairingViolations } from "@agentloop/core"
 import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
 import { makeApprovalPolicy, parseAnswer, previewCall } from "../src/Approvals.ts"
 import type { ApprovalRecord } from "../src/Approvals.ts"
@@ -82,6 +82,31 @@ describe("approval records", () => {
         { toolCallId: "c1", name: "bash", askedAt: 1000, decision: "approved", by: "user", at: 6000 },
         { toolCallId: "c1", name: "bash", decision: "approved", by: "policy", at: 6000 }
       ])
+    }))
+  it.effect("--approval-timeout: a question not answered in time goes away and the call is denied, recorded by timeout", () =>
+    Effect.gen(function*() {
+      const records: Array<ApprovalRecord> = []
+      let interrupted = false
+      const policy = yield* makeApprovalPolicy({
+        yes: false,
+        // nobody answers; the question is taken away when the time is up
+        ask: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void (interrupted = true))),
+        print: () => Effect.void,
+        record: (r) => Effect.sync(() => void records.push(r)),
+        style: makeStyle(false),
+        always: new Set<string>(),
+        timeout: Duration.minutes(10)
+      })
+      const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
+      const fiber = yield* Effect.forkChild(decide(policy, call, { name: "bash", description: "", parameters: {} }))
+      yield* TestClock.adjust("9 minutes")
+      assert.isUndefined(fiber.pollUnsafe(), "still waiting before the time is up")
+      yield* TestClock.adjust("1 minute")
+      const decision = yield* Fiber.join(fiber)
+      const reason = "no answer to the approval request within 10m"
+      assert.deepStrictEqual(decision, deny(reason))
+      assert.isTrue(interrupted, "the question was taken away")
+      assert.deepStrictEqual(records, [{ toolCallId: "c1", name: "bash", askedAt: 0, decision: "denied", by: "timeout", reason }])
     }))
 })
 
