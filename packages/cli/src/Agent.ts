@@ -542,7 +542,7 @@ const makeAgent = (
         }
         yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
         for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
-        yield* renderer.line(style.dim(`  (or from another terminal: agentloop approve ${runId} ${call.id} y|n [reason])`))
+        yield* renderer.line(style.dim(`  (or from another terminal: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason])`))
         while (true) {
           const line = yield* renderer.hold(
             input.read(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `, { history: false })
@@ -577,7 +577,7 @@ const makeAgent = (
         }
         yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
         for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
-        yield* renderer.line(`  waiting for an answer: agentloop approve ${runId} ${call.id} y|n [reason]`)
+        yield* renderer.line(`  waiting for an answer: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason]`)
       })
 
     const timedOut = (denial: unknown) =>
@@ -595,7 +595,7 @@ const makeAgent = (
         const details = result?.details as { reason?: unknown; denial?: unknown } | undefined
         if (result === undefined) {
           yield* record({ ...base, decision: "approved", by: "remote" })
-          yield* renderer.line(style.dim(`  ${w.call.name} ${callId}: approved from another terminal`))
+          yield* renderer.line(style.dim(`  ${w.call.name} ${stripControl(callId)}: approved from another terminal`))
         } else if (details?.reason === "denied" && timedOut(details.denial)) {
           // --approval-timeout: the run answered it denied when the time was up
           yield* record({ ...base, decision: "denied", by: "timeout", reason: String(details.denial) })
@@ -609,7 +609,7 @@ const makeAgent = (
               { reason: details.denial.replace(/^the user denied this call(: )?/, "") || details.denial } :
               {})
           })
-          yield* renderer.line(style.dim(`  ${w.call.name} ${callId}: denied from another terminal`))
+          yield* renderer.line(style.dim(`  ${w.call.name} ${stripControl(callId)}: denied from another terminal`))
         }
       })
 

@@ -598,7 +598,8 @@ export const approveRun = (
       sessionId,
       Effect.gen(function*() {
         const waiting = yield* pendingApprovals(runId).pipe(Effect.mapError((e) => new DurableCliError(e.message)))
-        const pending = waiting.find((p) => p.call.id === callId)
+        // a call id from the model may hold control sequences, shown without them: either form names it
+        const pending = waiting.find((p) => p.call.id === callId) ?? waiting.find((p) => stripControl(p.call.id) === callId)
         if (pending === undefined) {
           return yield* Effect.fail(
             new DurableCliError(
@@ -610,11 +611,11 @@ export const approveRun = (
         }
         yield* approve(
           runId,
-          callId,
+          pending.call.id,
           parsed.approved ? { approved: true } : { approved: false, reason: denialReason(parsed.reason) }
         )
         return pending.call.name
       })
     )
-    return `${parsed.approved ? "approved" : "denied"}: call ${callId} (${name}) of run ${runId}`
+    return `${parsed.approved ? "approved" : "denied"}: call ${stripControl(callId)} (${name}) of run ${runId}`
   })

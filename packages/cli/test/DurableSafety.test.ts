@@ -12,7 +12,7 @@ import {
   prepareDatabase,
   runnerBusy
 } from "../src/Durable.ts"
-import { makeWorkspace, startCli, testEnv } from "./helpers/agent.ts"
+import { makeWorkspace, providerFlags, scriptServer, startCli, testEnv } from "./helpers/agent.ts"
 
 const SID = "20261201-010000-abcd"
 
@@ -196,4 +196,30 @@ describe("no control sequences from untrusted text", () => {
     assert.strictEqual(badAnswer.err, `agentloop: the answer must be y or n, not "maybe"\n`)
     assert.isFalse(existsSync(join(ws, ".agentloop", "durable")))
   }, 60_000)
+
+  it("a call id with escapes from the model: the run's lines and agentloop runs show it without them, and that form approves it", async () => {
+    const ws = makeWorkspace()
+    const id = "b\u001b]52;c;ZXZpbA==\u0007\u001b[2J1"
+    const server = await scriptServer([
+      { calls: [{ id, name: "bash", args: { command: "echo approved > approved.txt" } }] },
+      { text: "done" }
+    ])
+    try {
+      const cli = startCli(["run", "--durable", ...providerFlags(server), "needs approval"], { cwd: ws, env: testEnv(ws) })
+      cli.endInput()
+      await cli.waitFor(/agentloop approve (\S+) b1 y\|n/, 90_000)
+      const runId = /agentloop approve (\S+) b1/.exec(cli.output())![1]!
+      const runs = startCli(["runs"], { cwd: ws, env: testEnv(ws) })
+      await runs.exited
+      assert.include(runs.output(), "waiting for approval: b1 (bash)")
+      const approve = startCli(["approve", runId, "b1", "y"], { cwd: ws, env: testEnv(ws) })
+      assert.strictEqual((await approve.exited).code, 0, approve.stderr())
+      assert.strictEqual(approve.output(), `approved: call b1 (bash) of run ${runId}\n`)
+      assert.strictEqual((await cli.exited).code, 0, cli.stderr())
+      assert.isTrue(existsSync(join(ws, "approved.txt")))
+      for (const text of [cli.output(), cli.stderr(), runs.output(), approve.output()]) assert.notMatch(text, ESC)
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 })
