@@ -1032,8 +1032,9 @@ export const sessionsCommand = (workspace: Option.Option<string>): Effect.Effect
     for (const s of sessions) {
       const date = s.at === 0 ? "?" : new Date(s.at).toISOString().slice(0, 16).replace("T", " ")
       const prompt = stripControl(s.firstPrompt).replace(/\s+/g, " ")
+      // file names and records are text anyone could have written (a cloned repository): no control sequences out
       process.stdout.write(
-        `${s.id}  ${date}  ${String(s.steps).padStart(3)} step(s)  ${s.ended.padEnd(11)}  ${
+        `${stripControl(s.id)}  ${date}  ${String(s.steps).padStart(3)} step(s)  ${stripControl(s.ended).padEnd(11)}  ${
           prompt.length > 60 ? `${prompt.slice(0, 59)}…` : prompt
         }\n`
       )

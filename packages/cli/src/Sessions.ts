@@ -9,7 +9,7 @@ import { Clock, Effect, Random } from "effect"
 import type { Scope } from "effect"
 import { makeTranscriptWriter, parseTranscript, PersistenceError } from "@agentloop/core"
 import type { Message, TranscriptEntry, TranscriptRecord, TranscriptWriter, Usage } from "@agentloop/core"
-import { readdirSync, readFileSync } from "node:fs"
+import { readdirSync } from "node:fs"
 import * as nodePath from "node:path"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
@@ -107,11 +107,10 @@ const isHeader = (r: TranscriptRecord): r is TranscriptRecord & SessionHeader =>
  */
 export const readSession = (root: string, file: string) =>
   Effect.gen(function*() {
-    const path = nodePath.join(root, file)
-    const text = yield* Effect.try({
-      try: () => readFileSync(path, "utf8"),
-      catch: (e) => new PersistenceError({ path: file, message: `cannot read ${file}: ${(e as { code?: string }).code ?? e}` })
-    })
+    // inside the workspace, through no link (a session folder in a cloned repository may hold one)
+    const text = yield* WorkspaceIO.readTextFile(root, file).pipe(
+      Effect.mapError((e) => new PersistenceError({ path: file, message: `cannot read ${file}: ${e.message}` }))
+    )
     return yield* parseTranscript(text, file)
   })
 

@@ -98,4 +98,29 @@ describe("the CLI writes only inside its workspace", () => {
     assert.strictEqual(loaded.tornLine, undefined)
     assert.strictEqual(loaded.repaired, 0, "calls cut off by the stop were answered in the file, not on load")
   }, 120_000)
+
+  it("agentloop sessions on a planted sessions folder: no escapes from file names or records, no file read through a link", async () => {
+    const ws = makeWorkspace()
+    const outside = makeWorkspace()
+    const folder = join(ws, ".agentloop", "sessions")
+    mkdirSync(folder, { recursive: true })
+    const line = (r: Record<string, unknown>) => `${JSON.stringify(r)}\n`
+    writeFileSync(
+      join(folder, "evil\u001b]52;c;ZXZpbA==\u0007name.jsonl"),
+      line({ type: "session", version: 1, id: "x", at: 1, cwd: ws, provider: "p", model: "m", systemPrompt: "" }) +
+        line({ type: "run_start", at: 2, prompt: "task" }) + line({ role: "user", content: "task" }) +
+        line({ type: "run_end", at: 3, reason: "stop\u001b[2J\u009b31m", steps: 1 })
+    )
+    // a session file that is a link to a file outside, whose first line names a secret
+    writeFileSync(join(outside, "secret.jsonl"), line({ type: "session", version: 1, id: "SECRET-0123456789", at: 4, cwd: "/", provider: "p", model: "m", systemPrompt: "" }) + line({ type: "run_start", at: 5, prompt: "SECRET-PROMPT" }))
+    symlinkSync(join(outside, "secret.jsonl"), join(folder, "zzz-linked.jsonl"))
+    const cli = startCli(["sessions"], { cwd: ws, env: testEnv(ws) })
+    const { code } = await cli.exited
+    assert.strictEqual(code, 0, cli.stderr())
+    assert.notMatch(cli.output(), /[\u001b\u009b\u009d]/)
+    assert.include(cli.output(), "evilname  ")
+    assert.include(cli.output(), "stop  ")
+    assert.notInclude(cli.output(), "SECRET-PROMPT", "the linked file was not read")
+    assert.include(cli.output(), "zzz-linked  ?    0 step(s)  unreadable:")
+  }, 60_000)
 })
