@@ -139,6 +139,26 @@ describe("a request over a long transcript", () => {
       assert.deepStrictEqual(checkInvariants({ input, result, events, requests: kept }), [])
     }))
 
+  it.effect("a request frozen before its messages are read still answers with one snapshot", () =>
+    Effect.gen(function*() {
+      const reads: Array<ReadonlyArray<Message>> = []
+      const model = Layer.succeed(
+        Model,
+        Model.of({
+          stream: (request) => {
+            Object.freeze(request)
+            reads.push(request.messages, request.messages)
+            return turn.text("done")(request)
+          }
+        })
+      )
+      const input = history(401)
+      const result = yield* runAgentLoop({ messages: input }).pipe(Effect.provide(Layer.mergeAll(model, toolExecutorLayer([]))))
+      assert.strictEqual(result.reason, "stop")
+      assert.strictEqual(reads[0], reads[1])
+      assert.deepStrictEqual(reads[0], input)
+    }))
+
   it.effect("a request whose messages are replaced keeps the new ones", () =>
     Effect.gen(function*() {
       let seen: ReadonlyArray<Message> | undefined

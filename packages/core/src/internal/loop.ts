@@ -237,17 +237,21 @@ const snapshotRequest = (
   }
   const request: { systemPrompt?: string; messages?: ReadonlyArray<Message>; tools?: ReadonlyArray<ToolDefinition> } =
     systemPrompt === undefined ? {} : { systemPrompt }
+  // the copy is made once; `Reflect.defineProperty` fails quietly on a request someone froze (the
+  // getter then keeps answering with the same copy)
+  let copy: ReadonlyArray<Message> | undefined
   const settle = (target: object, value: ReadonlyArray<Message>) =>
-    Object.defineProperty(target, "messages", { value, enumerable: true, writable: true, configurable: true })
+    Reflect.defineProperty(target, "messages", { value, enumerable: true, writable: true, configurable: true })
   Object.defineProperty(request, "messages", {
     enumerable: true,
     configurable: true,
     get(this: object) {
-      const messages = transcript.slice(0, length)
-      settle(this, messages)
-      return messages
+      copy ??= transcript.slice(0, length)
+      settle(this, copy)
+      return copy
     },
     set(this: object, value: ReadonlyArray<Message>) {
+      copy = value
       settle(this, value)
     }
   })
