@@ -89,6 +89,12 @@ const approvalDeferred = (callId: string) => DurableDeferred.make(`approval/${ca
 /** Completed once, by `abortRun`. */
 const AbortDeferred = DurableDeferred.make("agentloop/abort")
 
+/** Whether a call's result says it was skipped because the run was aborted (`skippedResult(call, "aborted")`). */
+const skippedByAbort = (result: ToolResultMessage): boolean => {
+  const details = result.details as { readonly skipped?: unknown; readonly reason?: unknown } | undefined
+  return details?.skipped === true && details.reason === "aborted"
+}
+
 const Verdict = Schema.Union([
   Schema.TaggedStruct("Run", { always: Schema.optionalKey(Schema.Boolean) }),
   Schema.TaggedStruct("Denied", { reason: Schema.optionalKey(Schema.String), always: Schema.optionalKey(Schema.Boolean) }),
@@ -458,7 +464,12 @@ const body = (config: DurableRunnerConfig) =>
           }
           return { reason: decision.reason, error: decision.error } satisfies Outcome
         }
-        transcript.push(...yield* batch(step, calls))
+        const results = yield* batch(step, calls)
+        transcript.push(...results)
+        // a batch that took the abort (a call skipped because of it) ends the run here: the next
+        // boundary's own read of the abort flag was seen to miss it once under load, and the run
+        // then asked the model again (the results are journaled, so this holds on every replay)
+        if (results.some(skippedByAbort)) return { reason: "aborted" } satisfies Outcome
       }
     })
 
