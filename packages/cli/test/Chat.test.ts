@@ -195,6 +195,34 @@ describe("agentloop chat: Ctrl-C while a call waits for approval", () => {
   }, 240_000)
 })
 
+describe("agentloop chat --approval-timeout (in a pseudo-terminal)", () => {
+  it("a question left unanswered goes away when the time is up: the call is denied, the model told why, the prompt comes back", async () => {
+    const ws = makeWorkspace()
+    const server = await scriptServer([
+      { calls: [{ id: "t1", name: "bash", args: { command: "touch ran.txt" } }] },
+      { text: "understood" }
+    ])
+    try {
+      const cli = startCli(["chat", "--approval-timeout", "2", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+      await answer(cli, "/help for commands", "do it")
+      await cli.waitFor("allow?", 90_000)
+      await cli.waitFor("⊘ bash denied: no answer to the approval request within 2s", 90_000)
+      await cli.waitFor("understood", 90_000)
+      await cli.waitFor("usage:", 90_000)
+      await cli.waitFor("> ", 90_000, cli.output().lastIndexOf("usage:"))
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exited).code, 0, cli.output())
+      assert.deepStrictEqual(readdirSync(ws).filter((n) => n === "ran.txt"), [], "the call did not run")
+      assert.include(JSON.stringify(server.bodies[1]!.body["messages"]), "no answer to the approval request within 2s")
+      const [file] = sessionFiles(ws)
+      const approvals = jsonLines(file!).filter((l) => l["type"] === "approval")
+      assert.deepStrictEqual(approvals.map((a) => [a["decision"], a["by"]]), [["denied", "timeout"]])
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+})
+
 describe("agentloop chat: compaction in a small context window", () => {
   it("a second prompt past 75% of --context-window is sent with the older turns summarised", async () => {
     const ws = makeWorkspace()
