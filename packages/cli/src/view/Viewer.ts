@@ -9,12 +9,16 @@
  *
  * @since 0.1.0
  */
-import { Console, Effect, FileSystem, Option, Path, Schema } from "effect"
+import { Console, Effect, FileSystem, Path, Schema } from "effect"
 import type { Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { NodeHttpServer } from "@effect/platform-node"
+import { createHash } from "node:crypto"
+import { lstatSync } from "node:fs"
 import * as Http from "node:http"
+import * as NodePath from "node:path"
 import { SESSIONS_FOLDER } from "../Sessions.ts"
+import { readTextFile } from "../WorkspaceIO.ts"
 import { pageScriptSource, renderPage } from "./Page.ts"
 import { parseSessionText } from "./SessionFile.ts"
 import type { SessionLine } from "./SessionFile.ts"
@@ -84,24 +88,44 @@ export const resolveSessionFile = Effect.fn("Viewer.resolveSessionFile")(functio
   const path = yield* Path.Path
   const root = path.resolve(workspace)
   const dir = path.join(root, SESSIONS_FOLDER)
-  const exists = (file: string) => fs.exists(file).pipe(Effect.orElseSucceed(() => false))
-  const isFile = (file: string) =>
-    fs.stat(file).pipe(Effect.map((info) => info.type === "File"), Effect.orElseSucceed(() => false))
-  const listSessions = fs.readDirectory(dir).pipe(
-    Effect.map((names) => names.filter((name) => name.endsWith(".jsonl"))),
-    Effect.orElseSucceed((): Array<string> => [])
-  )
+  // A kind found without following a link at the end (`lstat`): a link is never taken for a file.
+  const kind = (file: string) =>
+    Effect.try({ try: () => lstatSync(file), catch: () => undefined }).pipe(
+      Effect.map((info) => info.isSymbolicLink() ? "Link" : info.isFile() ? "File" : "Other"),
+      Effect.orElseSucceed(() => "Missing" as const)
+    )
+  // The sessions folder is listed only when `.agentloop` and `.agentloop/sessions` are real
+  // folders: a link there would list (and pick from) a folder outside the workspace.
+  const listSessions = Effect.gen(function*() {
+    const agentloop = path.join(root, ".agentloop")
+    if ((yield* kind(agentloop)) === "Link" || (yield* kind(dir)) === "Link") {
+      return yield* new ViewError({
+        reason: "Unreadable",
+        message: `${dir} leads through a symbolic link: refused (sessions are read only inside ${root})`
+      })
+    }
+    return yield* fs.readDirectory(dir).pipe(
+      Effect.map((names) => names.filter((name) => name.endsWith(".jsonl"))),
+      Effect.orElseSucceed((): Array<string> => [])
+    )
+  })
 
   if (session !== undefined && session !== "") {
     const asPath = path.resolve(root, session)
-    if (yield* isFile(asPath)) return asPath
     const looksLikePath = session.includes("/") || session.includes(path.sep) || session.endsWith(".jsonl")
-    if (looksLikePath) {
+    if (looksLikePath || (yield* kind(asPath)) === "File") {
+      if (!isInside(root, asPath) && !asPath.endsWith(".jsonl")) {
+        return yield* new ViewError({
+          reason: "SessionNotFound",
+          message: `${asPath} is outside the workspace ${root} and is not a .jsonl session file: refused`
+        })
+      }
+      const found = yield* kind(asPath)
+      if (found === "File" || found === "Link") return asPath
       return yield* new ViewError({ reason: "SessionNotFound", message: `no session file at ${asPath}` })
     }
-    const exact = path.join(dir, `${session}.jsonl`)
-    if (yield* exists(exact)) return exact
     const names = yield* listSessions
+    if (names.includes(`${session}.jsonl`)) return path.join(dir, `${session}.jsonl`)
     const matches = names.filter((name) => name.startsWith(session))
     if (matches.length === 1) return path.join(dir, matches[0]!)
     return yield* new ViewError({
@@ -121,7 +145,7 @@ export const resolveSessionFile = Effect.fn("Viewer.resolveSessionFile")(functio
   }
   // The latest is the one `--continue` picks: the latest header time, then the largest id.
   const dated = yield* Effect.forEach(names, (name) =>
-    fs.readFileString(path.join(dir, name)).pipe(
+    readTextFile(root, `${SESSIONS_FOLDER}/${name}`, MAX_VIEW_BYTES).pipe(
       Effect.map((text) => ({ name, at: headerTime(text) })),
       Effect.orElseSucceed(() => ({ name, at: -1 }))
     ))
@@ -129,36 +153,62 @@ export const resolveSessionFile = Effect.fn("Viewer.resolveSessionFile")(functio
   return path.join(dir, dated[0]!.name)
 })
 
-const unreadable = (file: string) => (error: { readonly message: string }) =>
-  new ViewError({ reason: "Unreadable", message: `cannot read ${file}: ${error.message}` })
+const isInside = (root: string, file: string): boolean => {
+  const relative = NodePath.relative(root, file)
+  return relative !== "" && !relative.startsWith("..") && !NodePath.isAbsolute(relative)
+}
 
 /**
- * A token that changes when the session file changes (its size and modification time), found
- * without reading the file: the page asks for it every two seconds.
+ * The largest session file the viewer reads (64 MiB): the page renders the whole timeline, and
+ * the file is read again on every request; a larger file is refused with an error naming its size.
  *
  * @since 0.1.0
  * @category sessions
  */
-export const sessionVersion = Effect.fn("Viewer.sessionVersion")(function*(file: string) {
-  const fs = yield* FileSystem.FileSystem
-  const info = yield* fs.stat(file).pipe(Effect.mapError(unreadable(file)))
-  return `${info.size}-${Option.getOrElse(Option.map(info.mtime, (d) => d.getTime()), () => 0)}`
-})
+export const MAX_VIEW_BYTES = 64 * 1024 * 1024
 
 /**
- * Reads and parses a session file, with its version (taken before reading, so a change made
- * while reading shows as a newer version on the next poll).
+ * Reads the session file `file` as text through the CLI's confined reader (`WorkspaceIO`): a file
+ * inside `workspace` is walked from the workspace root, any other from its own folder; either way
+ * no symbolic link is followed (in the folders inside the workspace, or as the file itself), a
+ * file with more than one hard link, a FIFO, a device or a folder is refused without blocking,
+ * and so is a file over `MAX_VIEW_BYTES`.
  *
  * @since 0.1.0
  * @category sessions
  */
-export const readSession = Effect.fn("Viewer.readSession")(function*(file: string) {
-  const fs = yield* FileSystem.FileSystem
-  const version = yield* sessionVersion(file)
-  const text = yield* fs.readFileString(file).pipe(Effect.mapError(unreadable(file)))
-  const lines: Array<SessionLine> = parseSessionText(text)
-  return { lines, version }
-})
+export const readSessionText = (file: string, workspace?: string): Effect.Effect<string, ViewError> => {
+  const root = workspace !== undefined && isInside(NodePath.resolve(workspace), file) ?
+    NodePath.resolve(workspace) :
+    NodePath.dirname(file)
+  return readTextFile(root, NodePath.relative(root, file), MAX_VIEW_BYTES).pipe(
+    Effect.mapError((error) => new ViewError({ reason: "Unreadable", message: `cannot read ${file}: ${error.message}` }))
+  )
+}
+
+const versionOf = (text: string): string => `${text.length}-${createHash("sha1").update(text).digest("hex").slice(0, 16)}`
+
+/**
+ * A token that changes when the session file changes (its length and a digest of its text), read
+ * through the same confined reader as the session: the page asks for it every two seconds.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const sessionVersion = (file: string, workspace?: string): Effect.Effect<string, ViewError> =>
+  Effect.map(readSessionText(file, workspace), versionOf)
+
+/**
+ * Reads and parses a session file (see `readSessionText` for what is refused), with its version.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const readSession = (
+  file: string,
+  workspace?: string
+): Effect.Effect<{ readonly lines: Array<SessionLine>; readonly version: string }, ViewError> =>
+  Effect.map(readSessionText(file, workspace), (text) => ({ lines: parseSessionText(text), version: versionOf(text) }))
 
 /**
  * Reads a session file into its timeline.
@@ -166,8 +216,8 @@ export const readSession = Effect.fn("Viewer.readSession")(function*(file: strin
  * @since 0.1.0
  * @category sessions
  */
-export const loadTimeline = (file: string): Effect.Effect<Timeline, ViewError, FileSystem.FileSystem> =>
-  Effect.map(readSession(file), ({ lines }) => buildTimeline(lines))
+export const loadTimeline = (file: string, workspace?: string): Effect.Effect<Timeline, ViewError> =>
+  Effect.map(readSession(file, workspace), ({ lines }) => buildTimeline(lines))
 
 const SECURITY_HEADERS = {
   // Nothing may load from anywhere: the page is one document with inline style and its one script.
@@ -182,7 +232,7 @@ const SECURITY_HEADERS = {
 const respond = (body: string, contentType: string, status = 200) =>
   HttpServerResponse.text(body, { status, contentType, headers: SECURITY_HEADERS })
 
-const handler = (file: string, allowedHosts: ReadonlySet<string>) =>
+const handler = (file: string, workspace: string, allowedHosts: ReadonlySet<string>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const host = request.headers["host"] ?? ""
@@ -191,20 +241,20 @@ const handler = (file: string, allowedHosts: ReadonlySet<string>) =>
     const pathname = request.url.split("?")[0]
     switch (pathname) {
       case "/": {
-        const session = yield* Effect.result(readSession(file))
+        const session = yield* Effect.result(readSession(file, workspace))
         if (session._tag === "Failure") return respond(`${session.failure.message}\n`, "text/plain", 500)
         const timeline = buildTimeline(session.success.lines)
         return respond(renderPage(timeline, { file, version: session.success.version }), "text/html; charset=utf-8")
       }
       case "/api/session": {
-        const session = yield* Effect.result(readSession(file))
+        const session = yield* Effect.result(readSession(file, workspace))
         if (session._tag === "Failure") return respond(`${session.failure.message}\n`, "text/plain", 500)
         return HttpServerResponse.jsonUnsafe({ file, timeline: buildTimeline(session.success.lines) }, {
           headers: SECURITY_HEADERS
         })
       }
       case "/api/version": {
-        const version = yield* Effect.result(sessionVersion(file))
+        const version = yield* Effect.result(sessionVersion(file, workspace))
         return respond(version._tag === "Failure" ? "" : version.success, "text/plain")
       }
       default:
@@ -225,7 +275,7 @@ export const serveSession = (
   Effect.gen(function*() {
     const file = yield* resolveSessionFile(options.workspace, options.session)
     // Fail now, not at the first request, when the file cannot be read.
-    yield* readSession(file)
+    yield* readSession(file, options.workspace)
     const port = options.port ?? 0
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return yield* new ViewError({ reason: "Listen", message: `port must be an integer from 0 to 65535, got ${port}` })
@@ -241,8 +291,7 @@ export const serveSession = (
     const address = server.address
     const boundPort = address._tag === "UnixPathAddress" ? port : address.port
     const allowedHosts = new Set([`${HOST}:${boundPort}`, `localhost:${boundPort}`])
-    const fs = yield* FileSystem.FileSystem
-    yield* server.serve(Effect.provideService(handler(file, allowedHosts), FileSystem.FileSystem, fs))
+    yield* server.serve(handler(file, options.workspace, allowedHosts))
     return { url: `http://${HOST}:${boundPort}/`, file }
   })
 
