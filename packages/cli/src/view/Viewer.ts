@@ -43,7 +43,10 @@ export class ViewError extends Schema.TaggedError<ViewError>()("ViewError", {
 export interface ViewOptions {
   /** The project folder whose `.agentloop/sessions/` holds the sessions. */
   readonly workspace: string
-  /** A session id (its file name without `.jsonl`, or a unique prefix of it) or a path to a session file. */
+  /**
+   * A session id (its file name without `.jsonl`, or a unique prefix of it) or a path to a session
+   * file: inside the workspace any file, outside it only a `.jsonl` file (`../../etc/passwd` is refused).
+   */
   readonly session?: string | undefined
   /** The port on 127.0.0.1; 0 or absent: a free one. */
   readonly port?: number | undefined
@@ -73,9 +76,10 @@ const headerTime = (text: string): number => {
 
 /**
  * Finds the session file to show: a path (absolute, or relative to the workspace) when
- * `session` names an existing file or ends with `.jsonl`; otherwise an id in the workspace's
- * sessions folder (exact, then a unique prefix); without `session`, the latest session there (the
- * latest header time, as `--continue` picks it).
+ * `session` names an existing file or has a `/` or ends with `.jsonl` (outside the workspace only a
+ * `.jsonl` file); otherwise an id in the workspace's sessions folder (exact, then a unique prefix);
+ * without `session`, the latest session there (the latest header time, as `--continue` picks it).
+ * The sessions folder is not listed when `.agentloop` or `.agentloop/sessions` is a symbolic link.
  *
  * @since 0.1.0
  * @category sessions
