@@ -10,11 +10,14 @@ import { skipText } from "./Decision.ts"
 import { describeCause } from "./internal/common.ts"
 import type { SkipReason } from "./Decision.ts"
 import {
+  isAssistantFields,
   isAssistantMessageFast,
   isMessageFast,
-  isMessageUnguarded,
-  isToolResultMessageFast
+  isToolResultFields,
+  isToolResultMessageFast,
+  isUserFields
 } from "./internal/guards.ts"
+import type { Obj } from "./internal/guards.ts"
 import { AssistantMessage, Message, ToolResultMessage, toolCallsOf } from "./Message.ts"
 import type { ToolCall } from "./Message.ts"
 
@@ -143,26 +146,36 @@ export const checkToolResult = (call: ToolCall, raw: unknown): ToolResultMessage
  * words the error), so this changes no outcome.
  */
 const isSoundTranscript = (input: ReadonlyArray<unknown>): boolean => {
+  // The guards' per-role checks are called directly (one role read, no dispatch): on a resumed
+  // run this loop runs mostly unoptimized, where every call and property read counts.
   try {
+    const length = input.length
     let i = 0
-    while (i < input.length) {
+    while (i < length) {
       const message = input[i++]
-      if (!isMessageUnguarded(message) || message.role === "toolResult") return false
-      if (message.role !== "assistant") continue
-      const content = message.content
+      if (typeof message !== "object" || message === null || Array.isArray(message)) return false
+      const role = (message as Obj).role
+      if (role === "user") {
+        if (!isUserFields(message as Obj)) return false
+        continue
+      }
+      if (role !== "assistant" || !isAssistantFields(message as Obj)) return false
+      const content = (message as AssistantMessage).content
       let calls = 0
       for (let p = 0; p < content.length; p++) {
         const part = content[p]!
         if (part.type !== "toolCall") continue
         if (++calls > 8) return false
+        const id = part.id
         for (let q = 0; q < p; q++) {
           const other = content[q]!
-          if (other.type === "toolCall" && other.id === part.id) return false
+          if (other.type === "toolCall" && other.id === id) return false
         }
         const result = input[i++]
         if (
-          !isMessageUnguarded(result) || result.role !== "toolResult" || result.toolCallId !== part.id ||
-          result.toolName !== part.name
+          typeof result !== "object" || result === null || Array.isArray(result) ||
+          (result as Obj).role !== "toolResult" || !isToolResultFields(result as Obj) ||
+          (result as ToolResultMessage).toolCallId !== id || (result as ToolResultMessage).toolName !== part.name
         ) return false
       }
       // a result after the block is out of place (the next pass guards the message itself)

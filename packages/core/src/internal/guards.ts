@@ -15,8 +15,12 @@
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
 
-/** A non-null non-array object, read by known names. */
-interface Obj {
+/**
+ * A non-null non-array object, read by known names.
+ *
+ * @internal
+ */
+export interface Obj {
   readonly [key: string]: unknown
   readonly role?: unknown
   readonly type?: unknown
@@ -49,80 +53,126 @@ interface Obj {
   readonly signal?: unknown
 }
 
-const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !Array.isArray(u)
+const isArray = Array.isArray
+const isObject = (u: unknown): u is Obj => typeof u === "object" && u !== null && !isArray(u)
 const isNonEmptyString = (u: unknown): u is string => typeof u === "string" && u.length >= 1
-const isFiniteNumber = (u: unknown): boolean => typeof u === "number" && Number.isFinite(u)
+/** `x - x` is `0` for a finite number and `NaN` for `NaN` and the infinities: no call. */
+const isFiniteNumber = (u: unknown): boolean => typeof u === "number" && u - u === 0
 
-// Every property is read with a literal name (not through a helper taking the key), so each read
-// site stays monomorphic or polymorphic for V8: about twice as fast on long transcripts.
-
-const isTextContent = (o: Obj): boolean => typeof o.text === "string"
-const isImageContent = (o: Obj): boolean => typeof o.data === "string" && typeof o.mimeType === "string"
-const isThinkingContent = (o: Obj): boolean =>
-  typeof o.thinking === "string" &&
-  (typeof o.signature === "string" || !("signature" in o)) &&
-  (typeof o.redacted === "boolean" || !("redacted" in o))
-const isToolCallPart = (o: Obj): boolean => isNonEmptyString(o.id) && isNonEmptyString(o.name) && isObject(o.arguments)
+// These run for every input message, and on a resumed run they run mostly in V8's interpreter and
+// baseline tiers (a fresh process does not optimize them in time), where each call and each
+// property read costs. So each role is one flat function with the common shapes inline: one read
+// per field, the optional keys tested with `in` only when the read gives `undefined` (a present
+// key's value decides), and the content parts checked in a loop with no helper call. Every
+// property is read with a literal name (not through a helper taking the key), so each read site
+// stays monomorphic or polymorphic for V8.
 
 /** `Array(Union([TextContent, ImageContent]))` */
 const isResultContent = (u: unknown): boolean => {
-  if (!Array.isArray(u)) return false
+  if (!isArray(u)) return false
   for (let i = 0; i < u.length; i++) {
     const part: unknown = u[i]
-    if (!isObject(part)) return false
-    const type = part.type
-    if (type === "text" ? !isTextContent(part) : type === "image" ? !isImageContent(part) : true) return false
+    if (typeof part !== "object" || part === null || isArray(part)) return false
+    const type = (part as Obj).type
+    if (type === "text") {
+      if (typeof (part as Obj).text !== "string") return false
+    } else if (type === "image") {
+      if (typeof (part as Obj).data !== "string" || typeof (part as Obj).mimeType !== "string") return false
+    } else return false
   }
   return true
 }
 
 /** `Array(Union([TextContent, ThinkingContent, ToolCall]))` */
 const isAssistantContent = (u: unknown): boolean => {
-  if (!Array.isArray(u)) return false
+  if (!isArray(u)) return false
   for (let i = 0; i < u.length; i++) {
     const part: unknown = u[i]
-    if (!isObject(part)) return false
-    const type = part.type
-    if (
-      type === "text" ?
-        !isTextContent(part) :
-        type === "toolCall" ?
-        !isToolCallPart(part) :
-        type === "thinking" ?
-        !isThinkingContent(part) :
-        true
-    ) return false
+    if (typeof part !== "object" || part === null || isArray(part)) return false
+    const o = part as Obj
+    const type = o.type
+    if (type === "toolCall") {
+      const id = o.id
+      const name = o.name
+      const args = o.arguments
+      if (
+        typeof id !== "string" || id.length === 0 || typeof name !== "string" || name.length === 0 ||
+        typeof args !== "object" || args === null || isArray(args)
+      ) return false
+    } else if (type === "text") {
+      if (typeof o.text !== "string") return false
+    } else if (type === "thinking") {
+      if (typeof o.thinking !== "string") return false
+      const signature = o.signature
+      if (signature === undefined ? "signature" in o : typeof signature !== "string") return false
+      const redacted = o.redacted
+      if (redacted === undefined ? "redacted" in o : typeof redacted !== "boolean") return false
+    } else return false
   }
   return true
 }
-
-const isStopReason = (u: unknown): boolean =>
-  u === "stop" || u === "toolUse" || u === "length" || u === "error" || u === "aborted"
 
 const isUsage = (u: unknown): boolean =>
   isObject(u) && isFiniteNumber(u.input) && isFiniteNumber(u.output) &&
   (isFiniteNumber(u.cacheRead) || !("cacheRead" in u)) && (isFiniteNumber(u.cacheWrite) || !("cacheWrite" in u)) &&
   (isFiniteNumber(u.cost) || !("cost" in u))
 
-/** `timestamp: optionalKey(Finite)`, shared by the three roles. */
-const hasTimestamp = (o: Obj): boolean => isFiniteNumber(o.timestamp) || !("timestamp" in o)
-
-const isUserFields = (o: Obj): boolean => {
+/**
+ * The fields of a user message (`o` is a non-null non-array object whose `role` is `"user"`):
+ * with that, true only if `Message` decodes `o`. May throw on a value whose reading throws.
+ * `timestamp: optionalKey(Finite)` here and in the two other roles.
+ *
+ * @internal
+ */
+export const isUserFields = (o: Obj): boolean => {
   const content = o.content
-  return (typeof content === "string" || isResultContent(content)) && hasTimestamp(o)
+  if (typeof content !== "string" && !isResultContent(content)) return false
+  const timestamp = o.timestamp
+  return timestamp === undefined ? !("timestamp" in o) : typeof timestamp === "number" && timestamp - timestamp === 0
 }
 
-const isAssistantFields = (o: Obj): boolean =>
-  isAssistantContent(o.content) && isStopReason(o.stopReason) &&
-  (typeof o.errorMessage === "string" || !("errorMessage" in o)) &&
-  (isUsage(o.usage) || !("usage" in o)) &&
-  (typeof o.model === "string" || !("model" in o)) &&
-  hasTimestamp(o)
+/**
+ * The fields of an assistant message (`o` is a non-null non-array object whose `role` is
+ * `"assistant"`): with that, true only if `AssistantMessage` decodes `o`. May throw on a value
+ * whose reading throws.
+ *
+ * @internal
+ */
+export const isAssistantFields = (o: Obj): boolean => {
+  if (!isAssistantContent(o.content)) return false
+  const stopReason = o.stopReason
+  if (
+    stopReason !== "toolUse" && stopReason !== "stop" && stopReason !== "length" && stopReason !== "error" &&
+    stopReason !== "aborted"
+  ) return false
+  const errorMessage = o.errorMessage
+  if (errorMessage === undefined ? "errorMessage" in o : typeof errorMessage !== "string") return false
+  const usage = o.usage
+  if (usage === undefined ? "usage" in o : !isUsage(usage)) return false
+  const model = o.model
+  if (model === undefined ? "model" in o : typeof model !== "string") return false
+  const timestamp = o.timestamp
+  return timestamp === undefined ? !("timestamp" in o) : typeof timestamp === "number" && timestamp - timestamp === 0
+}
 
-const isToolResultFields = (o: Obj): boolean =>
-  isNonEmptyString(o.toolCallId) && isNonEmptyString(o.toolName) && isResultContent(o.content) &&
-  typeof o.isError === "boolean" && hasTimestamp(o)
-// `details` is `optionalKey(Unknown)`: anything, or absent
+/**
+ * The fields of a tool result message (`o` is a non-null non-array object whose `role` is
+ * `"toolResult"`): with that, true only if `ToolResultMessage` decodes `o`. May throw on a value
+ * whose reading throws.
+ *
+ * @internal
+ */
+export const isToolResultFields = (o: Obj): boolean => {
+  const toolCallId = o.toolCallId
+  const toolName = o.toolName
+  if (
+    typeof toolCallId !== "string" || toolCallId.length === 0 || typeof toolName !== "string" ||
+    toolName.length === 0 || typeof o.isError !== "boolean" || !isResultContent(o.content)
+  ) return false
+  // `details` is `optionalKey(Unknown)`: anything, or absent
+  const timestamp = o.timestamp
+  return timestamp === undefined ? !("timestamp" in o) : typeof timestamp === "number" && timestamp - timestamp === 0
+}
 
 // Each exported guard catches: a value whose reading throws (a getter, a revoked proxy) is not
 // fast-accepted, and the schema then reports it as it always did.
@@ -147,13 +197,18 @@ export const isMessageFast = (u: unknown): u is Message => {
  * @internal
  */
 export const isMessageUnguarded = (u: unknown): u is Message => {
-  if (!isObject(u)) return false
-  const role = u.role
-  return role === "user" ?
-    isUserFields(u) :
-    role === "assistant" ?
-    isAssistantFields(u) :
-    role === "toolResult" && isToolResultFields(u)
+  if (typeof u !== "object" || u === null || isArray(u)) return false
+  const o = u as Obj
+  switch (o.role) {
+    case "user":
+      return isUserFields(o)
+    case "assistant":
+      return isAssistantFields(o)
+    case "toolResult":
+      return isToolResultFields(o)
+    default:
+      return false
+  }
 }
 
 /**
