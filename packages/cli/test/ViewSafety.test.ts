@@ -4,14 +4,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
-import { Duration, Effect, Exit } from "effect"
+import { Console, Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { execFileSync } from "node:child_process"
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { MAX_VIEW_BYTES, resolveSessionFile, serveSession } from "../src/view/index.ts"
+import { MAX_VIEW_BYTES, resolveSessionFile, serveSession, viewSession } from "../src/view/index.ts"
 import type { ViewError } from "../src/view/index.ts"
 
 const session = readFileSync(fileURLToPath(new URL("./fixtures/view/coding-session.jsonl", import.meta.url)), "utf8")
@@ -257,5 +257,40 @@ describe("the served page and API", () => {
       const api = yield* get(`${view.url}api/session`, { host: `127.0.0.1:${port}`, origin: "http://evil.example" })
       assert.strictEqual(api.status, 200)
       assert.include(api.body, "Fix the failing test")
+    }).pipe(Effect.provide(NodeServices.layer)))
+})
+
+describe("the terminal", () => {
+  // OSC 52 writes the clipboard, ESC[2J clears the screen: a file name in a cloned repository may carry either.
+  const EVIL = "\u001b]52;c;cm0gLXJmIH4=\u0007\u001b[2J"
+
+  it.live("a session file name with control sequences is printed without them (the file, and errors naming it)", () =>
+    Effect.gen(function*() {
+      const root = emptyWorkspace()
+      const dir = sessionsOf(root)
+      writeFileSync(join(dir, `a${EVIL}1.jsonl`), session)
+      writeFileSync(join(dir, `a${EVIL}2.jsonl`), session)
+      const ambiguous = yield* refused({ workspace: root, session: "a" })
+      assert.include(ambiguous.message, "matches 2 sessions")
+      assert.notMatch(ambiguous.message, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+      mkdirSync(join(dir, `b${EVIL}.jsonl`))
+      const folder = yield* refused({ workspace: root, session: `.agentloop/sessions/b${EVIL}.jsonl` })
+      assert.notMatch(folder.message, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
+
+      const printed = yield* Deferred.make<string>()
+      const console: Console.Console = {
+        ...globalThis.console,
+        log: (...args: ReadonlyArray<unknown>) => {
+          Deferred.doneUnsafe(printed, Exit.succeed(args.join(" ")))
+        }
+      }
+      const fiber = yield* viewSession({ workspace: root, session: `a${EVIL}1` }).pipe(
+        Effect.provideService(Console.Console, console),
+        Effect.forkChild
+      )
+      const line = yield* Deferred.await(printed)
+      yield* Fiber.interrupt(fiber)
+      assert.include(line, `agentloop view: ${join(dir, "a1.jsonl")}`, "the name with its sequences taken out")
+      assert.notMatch(line, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/)
     }).pipe(Effect.provide(NodeServices.layer)))
 })

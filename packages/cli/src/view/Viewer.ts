@@ -17,6 +17,7 @@ import { createHash } from "node:crypto"
 import { lstatSync } from "node:fs"
 import * as Http from "node:http"
 import * as NodePath from "node:path"
+import { stripControl } from "../Sanitize.ts"
 import { SESSIONS_FOLDER } from "../Sessions.ts"
 import { readTextFile } from "../WorkspaceIO.ts"
 import { pageScriptSource, renderPage } from "./Page.ts"
@@ -266,6 +267,8 @@ const handler = (file: string, workspace: string, allowedHosts: ReadonlySet<stri
     }
   })
 
+const printable = (error: ViewError) => new ViewError({ reason: error.reason, message: stripControl(error.message) })
+
 /**
  * Starts the viewer in the current scope and returns its address; the server closes with the
  * scope.
@@ -277,9 +280,11 @@ export const serveSession = (
   options: ViewOptions
 ): Effect.Effect<ViewServer, ViewError, FileSystem.FileSystem | Path.Path | Scope.Scope> =>
   Effect.gen(function*() {
-    const file = yield* resolveSessionFile(options.workspace, options.session)
+    // File names are text anyone could have written (a cloned repository): no control sequences
+    // reach the terminal through an error that names them.
+    const file = yield* resolveSessionFile(options.workspace, options.session).pipe(Effect.mapError(printable))
     // Fail now, not at the first request, when the file cannot be read.
-    yield* readSession(file, options.workspace)
+    yield* readSession(file, options.workspace).pipe(Effect.mapError(printable))
     const port = options.port ?? 0
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       return yield* new ViewError({ reason: "Listen", message: `port must be an integer from 0 to 65535, got ${port}` })
@@ -309,6 +314,6 @@ export const serveSession = (
 export const viewSession = (options: ViewOptions): Effect.Effect<never, ViewError, FileSystem.FileSystem | Path.Path> =>
   Effect.scoped(Effect.gen(function*() {
     const view = yield* serveSession(options)
-    yield* Console.log(`agentloop view: ${view.file}\n  open ${view.url}  (Ctrl-C to stop)`)
+    yield* Console.log(`agentloop view: ${stripControl(view.file)}\n  open ${view.url}  (Ctrl-C to stop)`)
     return yield* Effect.never
   }))
