@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { pairingViolations, subAgentRunOf, toolCallsOf } from "@agentloop/core"
-import type { AssistantMessage, Message, RunReason, ToolResultMessage, Usage } from "@agentloop/core"
+import type { AssistantMessage, Message, RunReason, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
 import type { SessionHeader, SessionLine } from "./SessionFile.ts"
 
 /**
@@ -224,6 +224,21 @@ export interface Timeline {
 type Mutable<T> = { -readonly [K in keyof T]: T[K] }
 type LaneDraft = Mutable<Lane>
 type TurnDraft = Mutable<Omit<Turn, "lanes">> & { readonly lanes: Array<LaneDraft> }
+
+/** The lane of a call just proposed: nothing known yet but the call itself. */
+const newLane = (call: ToolCall): LaneDraft => ({
+  toolCallId: call.id,
+  name: call.name,
+  summary: summarize(call.name, call.arguments),
+  arguments: call.arguments,
+  startedAt: undefined,
+  endedAt: undefined,
+  status: "unanswered",
+  approval: undefined,
+  resultText: undefined,
+  skipReason: undefined,
+  subAgent: undefined
+})
 type RunDraft = Mutable<Omit<Run, "turns" | "compactions" | "modelChanges">> & {
   readonly turns: Array<TurnDraft>
   readonly compactions: Array<Compaction>
@@ -320,19 +335,7 @@ const subAgentViewOf = (result: ToolResultMessage, depth: number): SubAgentView 
         maxParallel: 0
       }
       for (const call of toolCallsOf(message)) {
-        const lane: LaneDraft = {
-          toolCallId: call.id,
-          name: call.name,
-          summary: summarize(call.name, call.arguments),
-          arguments: call.arguments,
-          startedAt: undefined,
-          endedAt: undefined,
-          status: "unanswered",
-          approval: undefined,
-          resultText: undefined,
-          skipReason: undefined,
-          subAgent: undefined
-        }
+        const lane = newLane(call)
         next.lanes.push(lane)
         lanes.set(call.id, lane)
       }
@@ -566,19 +569,7 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
         // (A message's `timestamp` is when its request started, not when the answer came.)
         awaitingAnswerTime = current
         for (const call of toolCallsOf(message)) {
-          const lane: LaneDraft = {
-            toolCallId: call.id,
-            name: call.name,
-            summary: summarize(call.name, call.arguments),
-            arguments: call.arguments,
-            startedAt: undefined,
-            endedAt: undefined,
-            status: "unanswered",
-            approval: undefined,
-            resultText: undefined,
-            skipReason: undefined,
-            subAgent: undefined
-          }
+          const lane = newLane(call)
           current.lanes.push(lane)
           lanesById.set(call.id, lane)
         }
