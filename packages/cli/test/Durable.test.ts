@@ -10,6 +10,7 @@ import { NodeServices } from "@effect/platform-node"
 import {
   eventually,
   jsonLines,
+  killAll,
   makeWorkspace,
   processesWith,
   providerFlags,
@@ -19,17 +20,6 @@ import {
   testEnv,
   uniqueSleep
 } from "./helpers/agent.ts"
-
-/** Kills the processes whose command line holds `marker` (one may end by itself meanwhile). */
-const killAll = (marker: string) => {
-  for (const pid of processesWith(marker)) {
-    try {
-      process.kill(pid, "SIGKILL")
-    } catch {
-      // already gone
-    }
-  }
-}
 
 const load = (file: string) => Effect.runPromise(loadTranscript(file).pipe(Effect.provide(NodeServices.layer)))
 

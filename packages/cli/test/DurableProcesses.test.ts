@@ -4,6 +4,7 @@ import { join } from "node:path"
 import {
   eventually,
   jsonLines,
+  killAll,
   makeWorkspace,
   processesWith,
   providerFlags,
@@ -13,17 +14,6 @@ import {
   testEnv,
   uniqueSleep
 } from "./helpers/agent.ts"
-
-/** Kills the processes whose command line holds `marker` (one may end by itself meanwhile). */
-const killAll = (marker: string) => {
-  for (const pid of processesWith(marker)) {
-    try {
-      process.kill(pid, "SIGKILL")
-    } catch {
-      // already gone
-    }
-  }
-}
 
 /** Every byte the CLI keeps in the workspace's .agentloop folder (sessions, databases and their journals). */
 const storedBytes = (ws: string): string => {

@@ -286,6 +286,17 @@ export const processesWith = (marker: string): Array<number> => {
   return found
 }
 
+/** Kills the processes whose command line holds `marker` (one may end by itself meanwhile). */
+export const killAll = (marker: string) => {
+  for (const pid of processesWith(marker)) {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {
+      // already gone
+    }
+  }
+}
+
 /** A `sleep` duration no other process uses, to find a test's processes in /proc. */
 export const uniqueSleep = (): string => `${300 + Math.floor(Math.random() * 1000)}.${Math.floor(Math.random() * 1000)}`
 
