@@ -170,6 +170,21 @@ const embeddedDefaults: ClusterTimings = {
  */
 export const postgresShardsPerGroup = 30
 
+/** The engine on an embedded file, as its runner or (`client`: no runner address, the file must exist) beside it. */
+const embeddedLayer = (
+  options: { readonly filename: string; readonly timings?: ClusterTimings | undefined },
+  client: boolean
+) =>
+  ClusterWorkflowEngine.layer.pipe(
+    Layer.provideMerge(SingleRunner.layer({
+      runnerStorage: "sql",
+      shardingConfig: { ...embeddedDefaults, ...options.timings, ...(client ? { runnerAddress: Option.none() } : {}) }
+    })),
+    Layer.provideMerge(sqlStoreLayer),
+    Layer.provide(NodeCrypto.layerDigest),
+    Layer.provideMerge(openSql(options.filename, client))
+  )
+
 /**
  * The embedded engine: one process, one SQLite database file, nothing to install. A run that was
  * going when the process died resumes when a process starts on the same file again.
@@ -186,14 +201,7 @@ export const embeddedEngineLayer = (options: {
   readonly filename: string
   readonly timings?: ClusterTimings | undefined
 }) =>
-  ClusterWorkflowEngine.layer.pipe(
-    Layer.provideMerge(SingleRunner.layer({
-      runnerStorage: "sql",
-      shardingConfig: { ...embeddedDefaults, ...options.timings }
-    })),
-    Layer.provideMerge(sqlStoreLayer),
-    Layer.provide(NodeCrypto.layerDigest),
-    Layer.provideMerge(openSql(options.filename, false)),
+  embeddedLayer(options, false).pipe(
     Layer.provide(options.filename === ":memory:" ? Layer.empty : runnerLock(options.filename))
   )
 
@@ -210,16 +218,7 @@ export const embeddedEngineLayer = (options: {
 export const embeddedClientLayer = (options: {
   readonly filename: string
   readonly timings?: ClusterTimings | undefined
-}) =>
-  ClusterWorkflowEngine.layer.pipe(
-    Layer.provideMerge(SingleRunner.layer({
-      runnerStorage: "sql",
-      shardingConfig: { ...embeddedDefaults, ...options.timings, runnerAddress: Option.none() }
-    })),
-    Layer.provideMerge(sqlStoreLayer),
-    Layer.provide(NodeCrypto.layerDigest),
-    Layer.provideMerge(openSql(options.filename, true))
-  )
+}) => embeddedLayer(options, true)
 
 /**
  * Where PostgreSQL is.
