@@ -9,9 +9,12 @@
  *   in `results/quick/`).
  * - `BENCH_COLD_RUNS`: cold processes per cell (default 5; 1 quick); memory cells take at most 3.
  * - `BENCH_WARM_RUNS`: full runs before a warm cell measures (default 5; 3 quick).
+ * - `BENCH_WARM_MS`: a warm cell also keeps warming up with full runs until this many milliseconds
+ *   have passed (default 1000; 200 quick), so a short cell reaches its steady state.
  * - `BENCH_RUNS`: measured runs of a warm cell (default 7; 5 quick), tripled when they are under 100 ms.
  * - `BENCH_AISDK=1`: include the AI SDK (it takes about as long as all the others together).
- * - `BENCH_ONLY`: comma-separated cell ids (`a`, `b100`, `b500`, `b2000`, `c`, `d`, `g`).
+ * - `BENCH_ONLY`: comma-separated cell ids (`a`, `b100`, `b500`, `b2000`, `c`, `d`, `g`); the results go
+ *   to `results/partial/`, not over the full run's.
  * - `BENCH_MAX_OTHERS`: cores other processes may keep busy during a sample before it is taken
  *   again, once (default 0.8; quick: never); at most a quarter of the samples are.
  * - `BENCH_DIST=1`: run `@agentloop/core` from its built `dist/` instead of its sources.
@@ -39,6 +42,7 @@ const coldProcesses = env("BENCH_COLD_RUNS", quick ? 1 : 5)
 /** Cold memory samples vary little between processes (the heap after a full collection). */
 const coldMemoryProcesses = Math.min(coldProcesses, 3)
 const warmRuns = env("BENCH_WARM_RUNS", quick ? 3 : 5)
+const warmMinMs = env("BENCH_WARM_MS", quick ? 200 : 1000)
 const runs = env("BENCH_RUNS", quick ? 5 : 7)
 const memoryRuns = 3
 /** The AI SDK is 20–100× slower than the rest: about half the bench's time. Not in the default run. */
@@ -159,6 +163,7 @@ const spawnCell = (task: Task): { report: CellReport; othersCores: number } => {
     mode: task.mode,
     kind: task.kind,
     warmRuns: task.contender === "aisdk" ? Math.min(2, warmRuns) : warmRuns,
+    warmMinMs: task.contender === "aisdk" ? 0 : warmMinMs,
     runs: task.kind === "memory" ? memoryRuns : task.contender === "aisdk" ? Math.min(3, runs) : runs
   }
   const args = [
@@ -491,7 +496,7 @@ const main = () => {
   log(`agentloop benchmark: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, node ${facts.node}`)
   log(
     `every cell in fresh processes; cold: ${coldProcesses} processes per cell (${coldMemoryProcesses} for memory) (one small warm-up run, then the ` +
-      `first full run); warm: ${warmRuns} full runs, then the median of ${runs} (${runs * 3} under 100 ms); ` +
+      `first full run); warm: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} (${runs * 3} under 100 ms); ` +
       `memory: median of ${memoryRuns}${quick ? "; QUICK sizes" : ""}; core from ${fromDist ? "dist" : "source"}`
   )
   const loads: Record<string, Array<number>> = { start: os.loadavg() }
@@ -512,7 +517,7 @@ const main = () => {
     "",
     table(coldRows),
     "",
-    `**Warm** (a fresh process per cell: ${warmRuns} full runs, then the median of ${runs} runs, ${runs * 3} under 100 ms). ` +
+    `**Warm** (a fresh process per cell: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} runs, ${runs * 3} under 100 ms). ` +
     `Load: ${loadNote(warm)}.`,
     "",
     table(warmRows),
@@ -528,13 +533,14 @@ const main = () => {
   log("")
   log(markdown)
 
-  const outDir = join(here, "..", "results", ...(quick ? ["quick"] : []))
+  // a run of some cells only does not replace the full results
+  const outDir = join(here, "..", "results", ...(quick ? ["quick"] : only !== undefined ? ["partial"] : []))
   mkdirSync(outDir, { recursive: true })
   const json = {
     generated: new Date().toISOString(),
     command: `${quick ? "BENCH_QUICK=1 " : ""}npm run bench`,
     machine: facts,
-    settings: { coldProcesses, warmRuns, runs, memoryRuns, sizes, aisdk: withAisdk, core: fromDist ? "dist" : "source" },
+    settings: { coldProcesses, warmRuns, warmMinMs, runs, memoryRuns, sizes, aisdk: withAisdk, core: fromDist ? "dist" : "source" },
     load: { average: loads, cold: loadNote(cold), warm: loadNote(warm) },
     contenders,
     cells: cells.map(({ id, label, workload, size, calls }) => ({ id, label, workload, size, calls })),
@@ -557,7 +563,7 @@ const main = () => {
   const svg = renderChart({
     title: "agentloop ÷ pi-agent-core (cheapest) and ÷ a minimal loop, cold and warm",
     subtitle: `${facts.cpu}, ${facts.cores} cores, node ${facts.node}; ${new Date().toISOString().slice(0, 10)}` +
-      `${quick ? " (quick sizes)" : ""}; cold: median of ${coldProcesses} fresh processes; warm: after ${warmRuns} full runs`,
+      `${quick ? " (quick sizes)" : ""}; cold: median of ${coldProcesses} fresh processes; warm: after ≥ ${warmRuns} full runs and ≥ ${warmMinMs} ms`,
     series: [
       { key: "pi", label: "agentloop ÷ pi-agent-core (cheapest)", color: "#ff7f0e" },
       { key: "floor", label: "agentloop ÷ floor (minimal loop)", color: "#9e9e9e" }

@@ -6,8 +6,9 @@
  *
  * - **cold**: import the contender, one small warm-up run of the same workload (as a CLI or a
  *   serverless function starts), then the first run at full size is the sample.
- * - **warm**: import, the full workload `warmRuns` times, then `runs` measured runs (three times as
- *   many when they are short); the median is the sample.
+ * - **warm**: import, the full workload `warmRuns` times and for at least `warmMinMs` (a short cell,
+ *   say 100 steps, is far from its steady state after five runs), then `runs` measured runs (three
+ *   times as many when they are short); the median is the sample.
  *
  * A `memory` cell does the same but its measured runs sample the live heap (after a full
  * collection) at fixed points of the run instead of timing it.
@@ -43,8 +44,10 @@ export interface CellSpec {
   readonly calls: number
   readonly mode: "cold" | "warm"
   readonly kind: "time" | "memory"
-  /** Warm: full runs before measuring. */
+  /** Warm: full runs before measuring (at least). */
   readonly warmRuns: number
+  /** Warm: keep warming up with full runs until this many milliseconds have passed. */
+  readonly warmMinMs: number
   /** Warm: measured runs (tripled when the warm-up runs took under 100 ms each). */
   readonly runs: number
 }
@@ -163,7 +166,10 @@ export const runCell = async (spec: CellSpec): Promise<CellReport> => {
     await measureOnce()
   } else {
     const warmMs: Array<number> = []
-    for (let i = 0; i < spec.warmRuns; i++) warmMs.push((await timeOnce(full)).ms)
+    const warmStart = performance.now()
+    for (let i = 0; i < spec.warmRuns || performance.now() - warmStart < spec.warmMinMs; i++) {
+      warmMs.push((await timeOnce(full)).ms)
+    }
     const runs = spec.kind === "time" && warmMs.length > 0 && median(warmMs) < 100 ? spec.runs * 3 : spec.runs
     for (let i = 0; i < runs; i++) await measureOnce()
   }
