@@ -166,21 +166,19 @@ export const runToolCall = (
     // signal having fired (a child process told to stop, a request cancelled), as it would with an
     // AbortSignal-driven API. In a concurrent stage of the in-memory loop's batch, which fires the
     // signals of its running calls before it interrupts them (`RunningCalls`), a call without a
-    // time limit runs in the fiber the stage gave it; otherwise it runs in a fiber of its own, whose
-    // interruption fires the signal first.
-    const forked = Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(
-        Effect.forkChild(restore(started), { startImmediately: true }),
-        (fiber) => {
-          // a call that ended at once (a synchronous tool) needs no waiting and nothing to interrupt
-          const done = fiber.pollUnsafe()
-          return done !== undefined ? done : Effect.onInterrupt(
-            restore(Fiber.join(fiber)),
-            () => Effect.andThen(Effect.sync(() => controller.abort()), Fiber.interrupt(fiber))
-          )
-        }
-      )
-    )
+    // time limit runs in the fiber the stage gave it; otherwise it runs in a fiber of its own,
+    // started at once with the caller's context while the caller is uninterruptible (so no
+    // interruption can land between the start and the handler that fires the signal, then
+    // interrupts the call's fiber). A call that ended at once (a synchronous tool, the usual case)
+    // is answered without joining or interrupting anything.
+    const inOwnFiber = (caller: Fiber.Fiber<unknown, unknown>) =>
+      Effect.uninterruptibleMask((restore) => {
+        const own = Effect.runForkWith(caller.context)(started)
+        return own.pollUnsafe() ?? Effect.onInterrupt(
+          restore(Fiber.join(own)),
+          () => Effect.andThen(Effect.sync(() => controller.abort()), Fiber.interrupt(own))
+        )
+      })
     const finish = (exit: Exit.Exit<unknown, unknown>) => {
       ended = true
       return resultOfExit(call, exit)
@@ -188,7 +186,7 @@ export const runToolCall = (
     if (timeout === undefined) {
       return Effect.withFiber((fiber) => {
         const running = fiber.getRef(RunningCalls)
-        if (running === undefined) return Effect.map(Effect.exit(forked), finish)
+        if (running === undefined) return Effect.map(Effect.exit(inOwnFiber(fiber)), finish)
         running.set(controller, fiber)
         return Effect.map(Effect.exit(started), (exit) =>
           // no longer registered: the stage stopped the call (fired its signal, and is interrupting
@@ -196,7 +194,7 @@ export const runToolCall = (
           finish(running.delete(controller) ? exit : Exit.interrupt(fiber.id)))
       })
     }
-    return Effect.map(Effect.exit(Effect.timeoutOption(forked, timeout)), (exit) => {
+    return Effect.map(Effect.exit(Effect.timeoutOption(Effect.withFiber(inOwnFiber), timeout)), (exit) => {
       if (Exit.isSuccess(exit) && Option.isNone(exit.value)) {
         ended = true
         return timedOutResult(call, timeout)

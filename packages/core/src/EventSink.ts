@@ -28,7 +28,12 @@ export class EventSink extends Context.Service<EventSink, {
  * @since 0.1.0
  * @category layers
  */
-export const noopSinkLayer: Layer.Layer<EventSink> = Layer.succeed(EventSink, EventSink.of({ emit: () => Effect.void }))
+export const noopSinkLayer: Layer.Layer<EventSink> = Layer.succeed(
+  EventSink,
+  Object.assign(EventSink.of({ emit: () => Effect.void }), {
+    [sinkCallback]: { onEvent: () => undefined, context: Context.empty() } satisfies SinkCallback
+  })
+)
 
 /**
  * A sink that forwards each event to a callback. The callback may return an `Effect` (which is run

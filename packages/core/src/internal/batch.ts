@@ -19,7 +19,7 @@ import type { ToolDefinition } from "../Model.ts"
 import { decide } from "../Policy.ts"
 import type { ApprovalAnswer, ToolPolicy } from "../Policy.ts"
 import { skippedResult } from "../Transcript.ts"
-import { abortRunningCalls, awaitAbort, RunningCalls } from "./common.ts"
+import { abortRunningCalls, awaitAbort, changeAndEmit, RunningCalls } from "./common.ts"
 import type { Emit } from "./common.ts"
 
 /** What a batch needs from its run. */
@@ -63,11 +63,11 @@ export const runBatch = (
   const { executor, emit, signal, policy, remembered, definitions } = settings
   const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
   const started: Array<boolean> = new Array(calls.length).fill(false)
-  const finish = (index: number, result: ToolResultMessage) =>
-    Effect.uninterruptible(Effect.suspend(() => {
+  // records the result and announces it, together (called only where the effect runs next)
+  const finish = (index: number, result: ToolResultMessage): Effect.Effect<void> =>
+    changeAndEmit(emit, () => {
       results[index] = result
-      return emit({ type: "tool_end", result })
-    }))
+    }, { type: "tool_end", result })
 
   const approved: ApprovalAnswer = { approved: true }
   const approve = (call: ToolCall): Effect.Effect<ApprovalAnswer> =>

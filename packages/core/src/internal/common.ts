@@ -111,3 +111,31 @@ export interface SinkCallback {
   readonly onEvent: (event: LoopEvent) => unknown
   readonly context: Context.Context<never>
 }
+
+/**
+ * The guarded emits that deliver an event when they are called (a callback sink's): they return
+ * `Effect.void`, or, while an effect the callback returned is still running, the effect that
+ * awaits it. The loop records a change and announces it in the same synchronous step with them,
+ * with no effect in between; with any other emit, it does both in one uninterruptible effect.
+ */
+export const synchronousEmits = new WeakSet<Emit>()
+
+/**
+ * Makes a change (to the transcript, to a batch's results) and announces it with `event`,
+ * together: nothing can come between the two, and an interruption cannot stop one without the
+ * other. With a synchronous emit both happen now, so call this only where the returned effect
+ * runs next (a generator's `yield*`, the effect a continuation returns); with any other, both
+ * happen in one uninterruptible effect when it runs.
+ */
+export const changeAndEmit = (emit: Emit, change: () => void, event: LoopEvent): Effect.Effect<void> => {
+  if (synchronousEmits.has(emit)) {
+    change()
+    const announced = emit(event)
+    return announced === Effect.void ? announced : Effect.uninterruptible(announced)
+  }
+  return Effect.uninterruptible(Effect.suspend(() => {
+    change()
+    return emit(event)
+  }))
+}
+

@@ -24,7 +24,15 @@ import { streamTurn } from "../Turn.ts"
 import type { TurnEnding } from "../Turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
-import { describeCause, positiveDuration, RunningCalls, sinkCallback, subAgentUsageOf } from "./common.ts"
+import {
+  changeAndEmit,
+  describeCause,
+  positiveDuration,
+  RunningCalls,
+  sinkCallback,
+  subAgentUsageOf,
+  synchronousEmits
+} from "./common.ts"
 import type { SinkCallback } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
@@ -100,19 +108,29 @@ export type { Emit }
 export const guardSink = (sink: typeof EventSink.Service): Emit => {
   const direct = (sink as { readonly [sinkCallback]?: SinkCallback })[sinkCallback]
   if (direct !== undefined) {
-    // `callbackSinkLayer`'s sink: call the callback now, run only an effect it returns
+    // `callbackSinkLayer`'s sink: call the callback now. An effect it returns (or the log of its
+    // failure) starts at once too, in a fiber of its own with the layer's services, so the event
+    // and its effect are under way when this returns; only an effect still running then is
+    // returned, as the wait for it (the loop waits for it, as for any sink's effect).
     const { onEvent, context } = direct
-    return (event) => {
+    const start = (effect: Effect.Effect<void>): Effect.Effect<void> => {
+      const fiber = Effect.runForkWith(context)(effect)
+      const exit = fiber.pollUnsafe()
+      // (an effect that ended interrupted passes its interruption on, as it would in the run's fiber)
+      if (exit !== undefined) return Exit.isSuccess(exit) ? Effect.void : Effect.asVoid(exit)
+      return Effect.onInterrupt(Effect.asVoid(Fiber.join(fiber)), () => Fiber.interrupt(fiber))
+    }
+    const emit: Emit = (event) => {
       let out: unknown
       try {
         out = onEvent(event)
       } catch (defect) {
-        return onSinkFailure(event)(Cause.die(defect))
+        return start(onSinkFailure(event)(Cause.die(defect)))
       }
-      return Effect.isEffect(out) ?
-        Effect.catchCause(Effect.provideContext(out as Effect.Effect<void>, context), onSinkFailure(event)) :
-        Effect.void
+      return Effect.isEffect(out) ? start(Effect.catchCause(out as Effect.Effect<void>, onSinkFailure(event))) : Effect.void
     }
+    synchronousEmits.add(emit)
+    return emit
   }
   return (event) => {
     let effect: Effect.Effect<void>
@@ -361,20 +379,21 @@ const drive = (
       const calls = toolCallsOf(message)
       const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
       // appending the message and announcing it happen together, or not at all
-      yield* Effect.uninterruptible(Effect.suspend(() => {
+      yield* changeAndEmit(emit, () => {
         state.transcript.push(message)
         state.unanswered = calls
         addUsage(state, message.usage)
-        return emit({ type: "assistant_message", message })
-      }))
+      }, { type: "assistant_message", message })
       if (decision._tag === "Finish") {
         const skip = decision.skip
         if (skip !== undefined) {
           const skipped = calls.map((call) => skippedResult(call, skip))
-          appendResults(state, skipped)
-          yield* Effect.uninterruptible(
-            Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
-          )
+          // appended and announced together: an interruption between the two would leave results
+          // no `tool_end` announced
+          yield* Effect.uninterruptible(Effect.suspend(() => {
+            appendResults(state, skipped)
+            return Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
+          }))
         }
         if (decision.reason === "stop") {
           // steering that came too late for this turn, then follow-ups, restart the run
