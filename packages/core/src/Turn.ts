@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Cause, Channel, Effect, Exit } from "effect"
+import { Cause, Channel, Effect, Exit, Pull, Scope } from "effect"
 import { ModelError } from "./Errors.ts"
 import type { ModelErrorReason } from "./Errors.ts"
 import { awaitAbort, describeCause } from "./internal/common.ts"
@@ -47,9 +47,6 @@ const modelErrorReason = (cause: Cause.Cause<unknown>): ModelErrorReason | undef
   return undefined
 }
 
-/** Ends a channel's `runForEach` normally, from inside its callback. */
-const halt = Cause.done()
-
 /**
  * Streams one model turn: every event before the final `done` is emitted as a `model_event`, the
  * final message is validated (a malformed one is not acted on), and an abort (`signal`), a failure
@@ -66,31 +63,36 @@ export const streamTurn = (
 ): Effect.Effect<TurnOutcome> => {
   let final: { readonly message: unknown } | undefined
   // Every chunk's events are emitted in order until the first `done`, which ends the stream (the
-  // upstream is not pulled again: `halt` is the channel's own end-of-stream signal). Consumed at
-  // the channel level, without a `Stream.takeUntil` stage and a per-element `Stream.runForEach`
-  // (about a microsecond per turn and a tenth per event), and without a loop for the one-event
-  // chunks of a source that delivers events one at a time.
-  const body = (event: ModelEvent): Effect.Effect<void, Cause.Done> => {
-    if (event.type === "done") {
-      final = { message: event.message }
-      return halt
-    }
-    return emit({ type: "model_event", event })
-  }
-  const consume = Effect.suspend(() =>
-    Channel.runForEach(model.stream(request).channel, (chunk): Effect.Effect<void, Cause.Done> => {
-      if (chunk.length === 1) return body(chunk[0]!)
-      let i = 0
-      return Effect.flatMap(
-        Effect.whileLoop({
-          while: () => final === undefined && i < chunk.length,
-          body: () => body(chunk[i++]!),
-          step: () => {}
-        }),
-        () => final === undefined ? Effect.void : halt
-      )
-    })
-  ) as Effect.Effect<void, ModelError>
+  // upstream is not pulled again). The channel is pulled directly, in the scope its resources
+  // live in (closed with the turn's exit, as `Channel.runForEach` does), and a chunk's events go to
+  // the sink in one synchronous pass while it takes them at once: no `Stream.takeUntil` stage, no
+  // effect per event.
+  const consume = Effect.suspend(() => {
+    const scope = Scope.makeUnsafe()
+    const pulling = Effect.flatMap(
+      Channel.toTransform(model.stream(request).channel)(Cause.done(), scope),
+      (pull) => {
+        const take = (chunk: ReadonlyArray<ModelEvent>, from: number): Effect.Effect<void, unknown> => {
+          for (let i = from; i < chunk.length; i++) {
+            const event = chunk[i]!
+            if (event.type === "done") {
+              final = { message: event.message }
+              return Effect.void
+            }
+            const emitted = emit({ type: "model_event", event })
+            if (emitted !== Effect.void) return Effect.flatMap(emitted, () => take(chunk, i + 1))
+          }
+          return next
+        }
+        const next: Effect.Effect<void, unknown> = Effect.matchCauseEffect(pull, {
+          onSuccess: (chunk) => take(chunk, 0),
+          onFailure: (cause) => Pull.isDoneCause(cause) ? Effect.void : Effect.failCause(cause)
+        })
+        return next
+      }
+    )
+    return Effect.onExit(pulling, (exit) => Scope.close(scope, exit))
+  })
   const raced: Effect.Effect<"aborted" | void, unknown> = signal === undefined ?
     consume :
     Effect.raceFirst(consume, Effect.as(awaitAbort(signal), "aborted" as const))
