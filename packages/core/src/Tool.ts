@@ -249,13 +249,23 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
               }`,
               { invalidArguments: true }
             )) :
-            Effect.updateContext(
-              Effect.mapBoth(
-                Effect.suspend(() => prepared.tool.execute(decoded.value, toolContext)),
-                { onFailure: asToolError, onSuccess: (output) => toResult(call, output) }
-              ),
-              withTools
-            ) as Effect.Effect<ToolResultMessage, ToolError>
+            Effect.withFiber((fiber) => {
+              // the tool's effect is made as the call runs (a throw is the call's defect)
+              let out: Effect.Effect<ToolOutput, unknown, unknown>
+              try {
+                out = prepared.tool.execute(decoded.value, toolContext)
+              } catch (defect) {
+                return Effect.die(defect)
+              }
+              // a tool that answered at once (`Effect.succeed`) needs neither services nor a mapping step
+              if (Exit.isExit(out) && Exit.isSuccess(out)) return Effect.succeed(toResult(call, out.value as ToolOutput))
+              const mapped = Effect.mapBoth(out, { onFailure: asToolError, onSuccess: (output) => toResult(call, output) })
+              const context = withTools(fiber.context as Context.Context<unknown>)
+              return (context === fiber.context ? mapped : Effect.provideContext(mapped, context)) as Effect.Effect<
+                ToolResultMessage,
+                ToolError
+              >
+            })
         // arguments are accepted exactly when they satisfy the JSON Schema the model was given;
         // the schema's own decoding then applies its transformations (and any check the JSON
         // Schema cannot express)
