@@ -261,7 +261,7 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
               if (Exit.isExit(out) && Exit.isSuccess(out)) return Effect.succeed(toResult(call, out.value as ToolOutput))
               const mapped = Effect.mapBoth(out, { onFailure: asToolError, onSuccess: (output) => toResult(call, output) })
               const context = withTools(fiber.context as Context.Context<unknown>)
-              return (context === fiber.context ? mapped : Effect.provideContext(mapped, context)) as Effect.Effect<
+              return (context === fiber.context ? mapped : Effect.updateContext(mapped, () => context)) as Effect.Effect<
                 ToolResultMessage,
                 ToolError
               >
