@@ -155,12 +155,19 @@ export const runToolCall = (
         Effect.suspend(() => ended ? Effect.void : emit({ type: "tool_progress", toolCallId: call.id, progress })),
       keepOnInterrupt: (details) => keep(call, details)
     }
-    const started = Effect.suspend(() => {
-      const effect: unknown = executor.execute(call, context)
+    // the executor's effect for the call, made as the call starts (a throw is the call's defect)
+    const startNow = (): Effect.Effect<unknown, unknown> => {
+      let effect: unknown
+      try {
+        effect = executor.execute(call, context)
+      } catch (defect) {
+        return Effect.die(defect)
+      }
       return Effect.isEffect(effect) ?
         effect as Effect.Effect<unknown, unknown> :
         Effect.die(new TypeError(`Executor.execute returned ${typeof effect}, not an Effect`))
-    })
+    }
+    const started = Effect.suspend(startNow)
     // When the call is interrupted (abort, timeout, the run's interruption), its `AbortSignal`
     // fires *before* the tool's own interrupt finalizers run: a tool's cleanup can rely on the
     // signal having fired (a child process told to stop, a request cancelled), as it would with an
@@ -188,7 +195,7 @@ export const runToolCall = (
         const running = fiber.getRef(RunningCalls)
         if (running === undefined) return Effect.map(Effect.exit(inOwnFiber(fiber)), finish)
         running.set(controller, fiber)
-        return Effect.map(Effect.exit(started), (exit) =>
+        return Effect.map(Effect.exit(startNow()), (exit) =>
           // no longer registered: the stage stopped the call (fired its signal, and is interrupting
           // it), so it ended by the interruption, as a call in a fiber of its own would have
           finish(running.delete(controller) ? exit : Exit.interrupt(fiber.id)))

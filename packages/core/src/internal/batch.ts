@@ -96,25 +96,26 @@ export const runBatch = (
       })
     })
 
-  const one = (index: number): Effect.Effect<void> =>
-    Effect.suspend(() => {
+  /** Runs call `index` (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
+  const oneNow = (index: number): Effect.Effect<void> => {
+    if (signal?.aborted) return Effect.void
+    const call = calls[index]!
+    const run = (answer: ApprovalAnswer): Effect.Effect<void> => {
+      if (!answer.approved) return finish(index, deniedResult(call, answer.reason))
       if (signal?.aborted) return Effect.void
-      const call = calls[index]!
-      const run = (answer: ApprovalAnswer): Effect.Effect<void> => {
-        if (!answer.approved) return finish(index, deniedResult(call, answer.reason))
-        if (signal?.aborted) return Effect.void
-        started[index] = true
-        const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
-        const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
-        const announced = emit({ type: "tool_start", call })
-        const execution = runToolCall(executor, call, emit, timeout)
-        // (a sink that took the event at once has nothing left to run)
-        const ran = announced === Effect.void ? execution : Effect.andThen(announced, execution)
-        return Effect.flatMap(settings.traced ? traceCall(call, ran) : ran, (result) => finish(index, result))
-      }
-      // without a policy every call is approved: no need to ask
-      return policy === undefined ? run(approved) : Effect.flatMap(approve(call), run)
-    })
+      started[index] = true
+      const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
+      const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
+      const announced = emit({ type: "tool_start", call })
+      const execution = runToolCall(executor, call, emit, timeout)
+      // (a sink that took the event at once has nothing left to run)
+      const ran = announced === Effect.void ? execution : Effect.andThen(announced, execution)
+      return Effect.flatMap(settings.traced ? traceCall(call, ran) : ran, (result) => finish(index, result))
+    }
+    // without a policy every call is approved: no need to ask
+    return policy === undefined ? run(approved) : Effect.flatMap(approve(call), run)
+  }
+  const one = (index: number): Effect.Effect<void> => Effect.suspend(() => oneNow(index))
 
   /**
    * The calls of a stage, concurrently, in a fiber of their own whose calls register their
@@ -126,7 +127,7 @@ export const runBatch = (
   const concurrently = (stage: ReadonlyArray<number>): Effect.Effect<void> => {
     const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
     const stageCalls = Effect.provideService(
-      Effect.forEach(stage, one, { concurrency: settings.concurrency, discard: true }),
+      Effect.forEach(stage, oneNow, { concurrency: settings.concurrency, discard: true }),
       RunningCalls,
       running
     )
@@ -147,7 +148,7 @@ export const runBatch = (
     one(0) :
     Effect.forEach(
       batchStages(calls, definitions),
-      (stage) => stage.length === 1 ? one(stage[0]!) : concurrently(stage),
+      (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage),
       { discard: true }
     )
   const raced = signal === undefined ? batch : Effect.raceFirst(batch, awaitAbort(signal))
