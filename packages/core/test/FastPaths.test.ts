@@ -8,7 +8,7 @@
  * makes no span.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { callbackSinkLayer, defineTool, Model, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { LoopEvent, Message, ModelRequest, ToolContext } from "@agentloop/core"
@@ -201,6 +201,43 @@ describe("the callback sink, called directly", () => {
       assert.deepStrictEqual(seen, run.events.map((e) => e.type))
       assert.deepStrictEqual(seen.filter((t) => t === "turn_end"), ["turn_end"])
       assert.includeMembers(seen, ["tool_start", "tool_end", "assistant_message"])
+    }))
+
+  it.effect("an effect the callback returns runs with the run's services and the layer's, before the run goes on", () =>
+    Effect.gen(function*() {
+      // `Where` is set for the run only (inside the layers); `Layered` only where the sink's layer is built
+      const Where = Context.Reference<string>("test/FastPaths/Where", { defaultValue: () => "nowhere" })
+      const Layered = Context.Reference<string>("test/FastPaths/Layered", { defaultValue: () => "nowhere" })
+      const seen: Array<string> = []
+      const model = Layer.succeed(
+        Model,
+        Model.of({
+          stream: () =>
+            Stream.fromIterable([
+              { type: "text_delta", delta: "done" },
+              { type: "done", message: { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop" } }
+            ])
+        })
+      )
+      const sink = callbackSinkLayer((event) =>
+        Effect.gen(function*() {
+          const where = yield* Where
+          const layered = yield* Layered
+          // a yield: the run must wait for this effect before its next event
+          yield* Effect.yieldNow
+          seen.push(`${event.type} ${where} ${layered}`)
+        })
+      ).pipe(Layer.provide(Layer.succeed(Layered, "sink layer")))
+      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provideService(Where, "the run"),
+        Effect.provide(Layer.mergeAll(model, toolExecutorLayer([]), sink))
+      )
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(seen, [
+        "model_event the run sink layer",
+        "assistant_message the run sink layer",
+        "turn_end the run sink layer"
+      ])
     }))
 })
 

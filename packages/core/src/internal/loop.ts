@@ -5,7 +5,7 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
 import { Executor } from "../Executor.ts"
@@ -109,12 +109,15 @@ export const guardSink = (sink: typeof EventSink.Service): Emit => {
   const direct = (sink as { readonly [sinkCallback]?: SinkCallback })[sinkCallback]
   if (direct !== undefined) {
     // `callbackSinkLayer`'s sink: call the callback now. An effect it returns (or the log of its
-    // failure) starts at once too, in a fiber of its own with the layer's services, so the event
-    // and its effect are under way when this returns; only an effect still running then is
-    // returned, as the wait for it (the loop waits for it, as for any sink's effect).
+    // failure) starts at once too, in a fiber of its own with the run's and the layer's services,
+    // so the event and its effect are under way when this returns; only an effect still running
+    // then is returned, as the wait for it (the loop waits for it, as for any sink's effect).
     const { onEvent, context } = direct
     const start = (effect: Effect.Effect<void>): Effect.Effect<void> => {
-      const fiber = Effect.runForkWith(context)(effect)
+      // the run's services with the layer's over them, as `Effect.provideContext` in the run's
+      // fiber would give (the emit is called from inside that fiber)
+      const caller = Fiber.getCurrent()
+      const fiber = Effect.runForkWith(caller === undefined ? context : Context.merge(caller.context, context))(effect)
       const exit = fiber.pollUnsafe()
       // (an effect that ended interrupted passes its interruption on, as it would in the run's fiber)
       if (exit !== undefined) return Exit.isSuccess(exit) ? Effect.void : Effect.asVoid(exit)
