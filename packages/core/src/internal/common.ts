@@ -138,4 +138,3 @@ export const changeAndEmit = (emit: Emit, change: () => void, event: LoopEvent):
     return emit(event)
   }))
 }
-

@@ -392,7 +392,7 @@ const drive = (
         if (skip !== undefined) {
           const skipped = calls.map((call) => skippedResult(call, skip))
           // appended and announced together: an interruption between the two would leave results
-          // no `tool_end` announced
+          // with no `tool_end`
           yield* Effect.uninterruptible(Effect.suspend(() => {
             appendResults(state, skipped)
             return Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
