@@ -85,7 +85,14 @@ const modules: Record<ContenderKey, () => Promise<Contender>> = {
   aisdk: async () => (await import("./contenders/aisdk.ts")).aisdk
 }
 
-const prepareOf = (c: Contender, workload: WorkloadKind, size: number, calls: number) => (probe: Probe): Prepared => {
+/**
+ * Prepares one run of a workload for a contender (the run starts when the returned function is
+ * called).
+ *
+ * @since 0.1.0
+ * @category measurements
+ */
+export const prepareOf = (c: Contender, workload: WorkloadKind, size: number, calls: number) => (probe: Probe): Prepared => {
   switch (workload) {
     case "a":
       return c.streamDeltas(size, probe)

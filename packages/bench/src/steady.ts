@@ -15,13 +15,15 @@ import { spawnSync } from "node:child_process"
 import { createRequire } from "node:module"
 import { dirname, join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { prepareOf } from "./cell.ts"
+import type { WorkloadKind } from "./cell.ts"
 import type { Contender } from "./workloads.ts"
 import { allSizes } from "./workloads.ts"
 
 interface SteadyCell {
   readonly id: string
   readonly label: string
-  readonly workload: "a" | "b" | "c" | "d" | "g"
+  readonly workload: WorkloadKind
   readonly size: number
   readonly calls: number
   /** µs per step (b), else ms per run. */
@@ -64,27 +66,13 @@ const load = async (key: string): Promise<Contender> => {
   return (key === "baseline" ? module["agentloop"] : module[key])!
 }
 
-const prepareOf = (c: Contender, cell: SteadyCell) => () => {
-  switch (cell.workload) {
-    case "a":
-      return c.streamDeltas(cell.size, {})
-    case "b":
-      return c.toolSteps(cell.size, {})
-    case "c":
-      return c.toolBatch(cell.size, {})
-    case "d":
-      return c.longTranscript(cell.size, {})
-    case "g":
-      return c.growingRun(cell.size, cell.calls, {})
-  }
-}
-
 const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!
 
 /** In a child process: one contender, one cell. Prints `STEADY <json>`. */
 const measureHere = async (key: string, cellId: string, seconds: number) => {
   const cell = allCells.find((c) => c.id === cellId)!
-  const make = prepareOf(await load(key), cell)
+  const prepare = prepareOf(await load(key), cell.workload, cell.size, cell.calls)
+  const make = () => prepare({})
   const warmStart = performance.now()
   while (performance.now() - warmStart < 1000) await make()()
   const samples: Array<number> = []
