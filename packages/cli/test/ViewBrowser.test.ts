@@ -1,5 +1,5 @@
 /**
- * The viewer's page in a real headless browser (Debian's chromium driven by playwright-core):
+ * The viewer's page in a real headless browser (npm's Chromium, see chromium.ts, driven by playwright-core):
  * served by `serveSession` from a recorded session, with every request the page makes recorded
  * to prove it loads nothing from the network. A full-page screenshot is kept under the OS temp
  * folder (its path is printed).
@@ -7,29 +7,29 @@
 import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
 import { Effect } from "effect"
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync } from "node:fs"
+import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { chromium } from "playwright-core"
 import type { BrowserContext, Page } from "playwright-core"
 import { serveSession } from "../src/view/index.ts"
+import { unpackChromium } from "./chromium.ts"
 
-const CHROMIUM = "/usr/bin/chromium"
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/view/${name}`, import.meta.url))
 export const ARTIFACTS = join(tmpdir(), "agentloop-view-artifacts")
 
 const launch = Effect.acquireRelease(
-  Effect.promise((): Promise<BrowserContext> => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(
-        `the viewer's browser test needs Debian's chromium at ${CHROMIUM}: install it with ` +
-          "`apt-get update && apt-get install -y chromium` (CI: add that line to .ci/run)"
-      )
-    }
+  Effect.promise(async (): Promise<BrowserContext> => {
+    const browser = await unpackChromium()
     // A fresh user data dir: no profile, cache or extension from anywhere else.
-    return chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "agentloop-view-chromium-")), {
-      executablePath: CHROMIUM,
+    const profile = mkdtempSync(join(tmpdir(), "agentloop-view-chromium-"))
+    const removeAll = () => {
+      browser.remove()
+      rmSync(profile, { recursive: true, force: true })
+    }
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: browser.executablePath,
       viewport: { width: 1400, height: 900 },
       args: [
         "--headless",
@@ -41,7 +41,12 @@ const launch = Effect.acquireRelease(
         "--disable-component-update",
         "--disable-sync"
       ]
+    }).catch((error) => {
+      removeAll()
+      throw error
     })
+    context.on("close", removeAll)
+    return context
   }),
   (browser) => Effect.promise(() => browser.close())
 )

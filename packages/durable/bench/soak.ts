@@ -10,8 +10,8 @@
  *
  * Settings: SOAK_RUNS, SOAK_STEPS (5 turns: 4 with a call), SOAK_CALL_MS (500: how long a call takes), SOAK_KILL_EVERY_MS, SOAK_KILLS (most kills),
  * AGENTLOOP_TIMINGS=fast (lock timings: balancedTimings by default), AGENTLOOP_SHARDS (shards per group:
- * 30 by default). PostgreSQL: AGENTLOOP_PG_*
- * (as CI and scripts/postgres.sh set them), or one started on port 54383 and stopped at the end.
+ * 30 by default). PostgreSQL: the one AGENTLOOP_PG_* name, or a throwaway one from
+ * scripts/postgres.ts, stopped at the end.
  */
 import { Effect } from "effect"
 import { analyze, dropDatabase, postgres, runCluster } from "./lib.ts"
@@ -24,7 +24,7 @@ const killEveryMs = Number(process.env["SOAK_KILL_EVERY_MS"] ?? (short ? 4000 : 
 const maxKills = Number(process.env["SOAK_KILLS"] ?? (short ? 2 : 1000))
 const timings = process.env["AGENTLOOP_TIMINGS"] === "fast" ? "fast" : "balanced"
 
-const pg = postgres(54383)
+const pg = postgres()
 const program = Effect.gen(function*() {
   const run = yield* runCluster({ pg, runs, steps, callMs, killEveryMs, maxKills, timeoutMs: short ? 150_000 : 15 * 60_000, timings })
   const a = analyze(pg, run)

