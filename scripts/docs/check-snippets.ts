@@ -35,7 +35,7 @@ const files = requested.length > 0 ? requested.map((f) => path.relative(root, pa
 
 const snippets: Array<Snippet> = []
 for (const file of files) {
-  snippets.push(...extractSnippets(file, fs.readFileSync(path.join(root, file), "utf8")))
+  snippets.push(...extractSnippets(file, fs.readFileSync(path.join(root, file), "utf8")).filter((s) => s.lang === "ts"))
 }
 
 if (listOnly) {

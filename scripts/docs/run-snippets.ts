@@ -3,7 +3,10 @@
  *
  * - a block that imports `@effect/vitest` is a test file, run with vitest;
  * - a block preceded by `<!-- run -->` is a program, run with Node (in a fresh temporary working
- *   folder, so what it writes goes nowhere), which must exit 0 within two minutes.
+ *   folder, so what it writes goes nowhere), which must exit 0 within two minutes;
+ * - a shell block preceded by `<!-- run -->` is run with `bash -euo pipefail` the same way, with a
+ *   fresh HOME and this clone's `agentloop` first on its PATH (the clone's Node 22 running
+ *   packages/cli/bin/agentloop.js), as a reader who followed the README's install has it.
  *
  *     node scripts/docs/run-snippets.ts            # every Markdown file (see snippets.ts)
  *     node scripts/docs/run-snippets.ts FILE.md…   # only these files
@@ -27,9 +30,10 @@ const requested = process.argv.slice(2).filter((a) => !a.startsWith("--"))
 const files = requested.length > 0 ? requested.map((f) => path.relative(root, path.resolve(f))) : documentationFiles(root)
 const snippets = files.flatMap((file) => extractSnippets(file, fs.readFileSync(path.join(root, file), "utf8")))
 
-const isTest = (s: Snippet) => /from\s+"@effect\/vitest"/.test(s.code)
+const isTest = (s: Snippet) => s.lang === "ts" && /from\s+"@effect\/vitest"/.test(s.code)
 const tests = snippets.filter(isTest)
-const programs = snippets.filter((s) => s.run && !isTest(s))
+const programs = snippets.filter((s) => s.lang === "ts" && s.run && !isTest(s))
+const shells = snippets.filter((s) => s.lang === "sh")
 
 fs.rmSync(outDir, { recursive: true, force: true })
 fs.mkdirSync(outDir, { recursive: true })
@@ -88,10 +92,42 @@ for (const s of programs) {
   }
 }
 
+if (shells.length > 0) {
+  const bin = path.join(outDir, "bin")
+  fs.mkdirSync(bin)
+  const node = path.join(root, "node_modules/.bin/node")
+  fs.writeFileSync(
+    path.join(bin, "agentloop"),
+    `#!/bin/sh\nexec ${JSON.stringify(node)} ${JSON.stringify(path.join(root, "packages/cli/bin/agentloop.js"))} "$@"\n`,
+    { mode: 0o755 }
+  )
+  for (const s of shells) {
+    const cwd = fs.mkdtempSync(path.join(os.tmpdir(), "agentloop-docs-"))
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "agentloop-docs-home-"))
+    const run = spawnSync("bash", ["-euo", "pipefail", "-c", s.code], {
+      cwd,
+      env: { ...env, HOME: home, PATH: `${bin}${path.delimiter}${process.env["PATH"] ?? ""}` },
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 2 * 60_000
+    })
+    fs.rmSync(cwd, { recursive: true, force: true })
+    fs.rmSync(home, { recursive: true, force: true })
+    if (run.status !== 0) {
+      const output = `${run.stdout ?? ""}${run.stderr ?? ""}`.trim().split("\n").slice(-15).join("\n    ")
+      const why = run.error?.message ?? (run.signal === null ? `exit ${run.status}` : `${run.signal}: still running after 2 minutes?`)
+      failures.push(`${s.file}:${s.codeLine} - the shell block did not run (${why}):\n    ${output}`)
+    }
+  }
+}
+
 if (failures.length > 0) {
   for (const failure of failures) console.error(failure)
   console.error(`\nThe generated files are in ${path.relative(root, outDir)}/.`)
   process.exit(1)
 }
 fs.rmSync(outDir, { recursive: true, force: true })
-console.log(`${tests.length} test block(s) passed and ${programs.length} program block(s) ran, in ${files.length} Markdown file(s).`)
+console.log(
+  `${tests.length} test block(s) passed, ${programs.length} program block(s) and ${shells.length} shell block(s) ran, ` +
+    `in ${files.length} Markdown file(s).`
+)

@@ -1,8 +1,7 @@
 /**
- * Finds the TypeScript code blocks of the documentation's Markdown files.
- *
- * A block is a fenced block whose info string starts with `ts` or `typescript`. Every other block
- * (`sh`, `json`, `text`, no language…) is left alone.
+ * Finds the code blocks of the documentation's Markdown files that are checked: every TypeScript
+ * block (info string `ts`, `typescript` or `mts`), and the shell blocks (`sh`, `bash`, `shell`)
+ * marked `<!-- run -->`. Every other block (`json`, `text`, unmarked shell…) is left alone.
  *
  * A block may be preceded (blank lines allowed in between) by a hidden prelude, an HTML comment
  * that Markdown renderers do not show:
@@ -17,9 +16,9 @@
  * everything the block itself needs to work (imports, a `Scope`, the services it uses) belongs
  * in the visible code.
  *
- * A block preceded by `<!-- run -->` is a complete program: `run-snippets.ts` runs it with Node
- * and expects it to exit 0. A block that imports `@effect/vitest` is a test file: it is run with
- * vitest.
+ * A block preceded by `<!-- run -->` is a complete program: `run-snippets.ts` runs it (a TypeScript
+ * one with Node, a shell one with bash, with this clone's `agentloop` on its PATH) and expects it to
+ * exit 0. A TypeScript block that imports `@effect/vitest` is a test file: it is run with vitest.
  */
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -36,6 +35,8 @@ export interface Snippet {
   readonly prelude: { readonly code: string; readonly line: number } | undefined
   /** Marked `<!-- run -->`: a program that must run and exit 0. */
   readonly run: boolean
+  /** A TypeScript block, or a shell block (always marked `run`). */
+  readonly lang: "ts" | "sh"
 }
 
 const fenceOpen = /^( {0,3})(`{3,}|~{3,})\s*([^\s`]*)(.*)$/
@@ -46,6 +47,8 @@ const isTypeScript = (lang: string): boolean => {
   const l = lang.toLowerCase()
   return l === "ts" || l === "typescript" || l === "mts"
 }
+
+const isShell = (lang: string): boolean => ["sh", "bash", "shell"].includes(lang.toLowerCase())
 
 /** Every TypeScript block of one Markdown text. */
 export const extractSnippets = (file: string, text: string): Array<Snippet> => {
@@ -109,12 +112,15 @@ export const extractSnippets = (file: string, text: string): Array<Snippet> => {
         codeLine: fenceLine + 1,
         code: body.join("\n"),
         prelude: pendingPrelude === undefined ? undefined : { code: pendingPrelude.code, line: pendingPrelude.line },
-        run: pendingRun !== undefined
+        run: pendingRun !== undefined,
+        lang: "ts"
       })
+    } else if (pendingRun !== undefined && pendingPrelude === undefined && isShell(lang)) {
+      out.push({ file, fenceLine, codeLine: fenceLine + 1, code: body.join("\n"), prelude: undefined, run: true, lang: "sh" })
     } else if (pendingPrelude !== undefined) {
       throw new Error(`${file}:${pendingPrelude.line}: a prelude comment is followed by a "${lang}" block, not a TypeScript one`)
     } else if (pendingRun !== undefined) {
-      throw new Error(`${file}:${pendingRun}: a run marker is followed by a "${lang}" block, not a TypeScript one`)
+      throw new Error(`${file}:${pendingRun}: a run marker is followed by a "${lang}" block, not a TypeScript or shell one`)
     }
     pendingPrelude = undefined
     pendingRun = undefined

@@ -2,6 +2,16 @@
 // The installed command runs the compiled CLI (dist/). Inside the repository, tests run it with
 // `--conditions=agentloop-source`, and the package's own exports then resolve to src/.
 
+// @effect/platform-node 4.1 and node:sqlite need Node.js 22.19 or later: say so, not a module error.
+const [major, minor] = process.versions.node.split(".").map(Number)
+if (major < 22 || (major === 22 && minor < 19)) {
+  process.stderr.write(
+    `agentloop: needs Node.js 22.19 or later; this is Node.js ${process.versions.node} (${process.execPath}).\n` +
+      "In a clone of the agentloop repository, `npm exec -- agentloop` runs it on the Node.js 22 that `npm ci` brings.\n"
+  )
+  process.exit(1)
+}
+
 // Durable runs use Node's built-in `node:sqlite`, which announces itself as experimental on stderr
 // when loaded, on every command: that one notice is dropped (every other warning is kept).
 const emitWarning = process.emitWarning

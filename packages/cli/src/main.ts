@@ -20,6 +20,7 @@ import { ProviderName } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
+import type { Style } from "./Style.ts"
 import { exitSoon, installController } from "./Terminal.ts"
 import type { Controller } from "./Terminal.ts"
 import { viewSession } from "./view/index.ts"
@@ -145,6 +146,23 @@ const prepareWorkspace = (given: Option.Option<string>, force: boolean) =>
     return real
   })
 
+/**
+ * What the scripted demo ends with: the one command that runs the same session on a real model,
+ * as the reader started the demo (`npm run demo` in a clone, or the `agentloop` command).
+ */
+const nextSteps = (fromNpm: boolean, style: Style): string => {
+  const command = (flags: string) => fromNpm ? `npm run demo -- ${flags}` : `agentloop demo ${flags}`
+  return [
+    ``,
+    `${style.bold("Next")}: the same session on a real model`,
+    `  export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY with --provider openai-compat --model gpt-4.1`,
+    `  ${command("--provider anthropic --model claude-sonnet-4-5")}`,
+    `  a local OpenAI-compatible server needs no key: ${command("--provider openai-compat --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder")}`,
+    `Then your own project: \`agentloop chat\` in its folder (docs/guide/cli.md).`,
+    ``
+  ].join("\n")
+}
+
 const demo = Command.make("demo", {
   workspace: workspaceFlag,
   maxSteps: maxStepsFlag,
@@ -217,6 +235,7 @@ const demo = Command.make("demo", {
         }`
     )
     write(`  transcript   ${report.transcriptFile}\n`)
+    if (config.provider === "scripted") write(nextSteps(process.env["npm_lifecycle_event"] === "demo", style))
     if (report.violations.length > 0 || report.final.reason !== "stop") {
       return yield* Effect.fail(new UsageError(`the session ended with reason "${report.final.reason}"`))
     }

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -23,7 +23,7 @@ const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
 describe("agentloop demo (end to end, as a process)", () => {
   it("runs the whole scripted coding session, exits 0 and saves the transcript", async () => {
     const workspace = join(mkdtempSync(join(tmpdir(), "agentloop-cli-test-")), "ws")
-    const run = await cli(["demo", "--workspace", workspace])
+    const run = await cli(["demo", "--workspace", workspace], { npm_lifecycle_event: "test" })
     assert.strictEqual(run.code, 0, run.stderr)
     const out = run.stdout
     for (
@@ -55,6 +55,26 @@ describe("agentloop demo (end to end, as a process)", () => {
     assert.strictEqual(transcript.length, 16)
     assert.deepStrictEqual(pairingViolations(transcript), [])
     assert.include(out, `transcript   ${join(workspace, ".agentloop/transcript.jsonl")}`)
+    // it ends with the one command that runs the same session on a real model
+    assert.match(out, /\nNext: the same session on a real model\n[^]*\n  agentloop demo --provider anthropic --model claude-sonnet-4-5\n/)
+  }, 120_000)
+
+  it("started by `npm run demo`, it names the npm command for a real model", async () => {
+    const fromNpm = await cli(["demo", "--workspace", join(mkdtempSync(join(tmpdir(), "agentloop-cli-test-")), "ws")], {
+      npm_lifecycle_event: "demo"
+    })
+    assert.strictEqual(fromNpm.code, 0, fromNpm.stderr)
+    assert.include(fromNpm.stdout, "\n  npm run demo -- --provider anthropic --model claude-sonnet-4-5\n")
+    assert.notInclude(fromNpm.stdout, "agentloop demo --provider")
+  }, 120_000)
+
+  it("on a Node.js older than 22.19 it says which it needs, and how to run it from a clone, in two lines", async () => {
+    const preload = join(mkdtempSync(join(tmpdir(), "agentloop-cli-test-")), "old-node.mjs")
+    writeFileSync(preload, `Object.defineProperty(process, "versions", { value: { ...process.versions, node: "20.20.2" } })\n`)
+    const old = await cli(["--help"], { NODE_OPTIONS: `${process.env["NODE_OPTIONS"] ?? ""} --import=${preload}` })
+    assert.strictEqual(old.code, 1)
+    assert.strictEqual(old.stdout, "")
+    assert.match(old.stderr, /^agentloop: needs Node\.js 22\.19 or later; this is Node\.js 20\.20\.2 \(.+\)\.\n.*npm exec -- agentloop.*\n$/)
   }, 120_000)
 
   it("--help shows the commands and their flags", async () => {

@@ -52,6 +52,7 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
       assert.include(result.stdout, "✓ read src/math.js")
       assert.include(result.stdout, "assistant add subtracts; that is the bug.")
       assert.include(result.stdout, "invariants   all three hold")
+      assert.notInclude(result.stdout, "Next: the same session on a real model", "on a real model already")
       assert.strictEqual(bodies.length, 2)
       assert.strictEqual(bodies[0]!["model"], "local-model")
       assert.deepStrictEqual(

@@ -4,7 +4,7 @@
  * to prove it loads nothing from the network. A full-page screenshot is kept under the OS temp
  * folder (its path is printed).
  */
-import { assert, describe, it } from "@effect/vitest"
+import { afterAll, assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
 import { Effect } from "effect"
 import { appendFileSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from "node:fs"
@@ -15,21 +15,23 @@ import { chromium } from "playwright-core"
 import type { BrowserContext, Page } from "playwright-core"
 import { serveSession } from "../src/view/index.ts"
 import { unpackChromium } from "./chromium.ts"
+import type { Chromium } from "./chromium.ts"
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/view/${name}`, import.meta.url))
 export const ARTIFACTS = join(tmpdir(), "agentloop-view-artifacts")
 
+// One unpacked Chromium for the file's tests (they run concurrently), removed when they are done.
+let unpacked: Promise<Chromium> | undefined
+afterAll(async () => (await unpacked)?.remove())
+
 const launch = Effect.acquireRelease(
   Effect.promise(async (): Promise<BrowserContext> => {
-    const browser = await unpackChromium()
+    unpacked ??= unpackChromium()
+    const { executablePath } = await unpacked
     // A fresh user data dir: no profile, cache or extension from anywhere else.
     const profile = mkdtempSync(join(tmpdir(), "agentloop-view-chromium-"))
-    const removeAll = () => {
-      browser.remove()
-      rmSync(profile, { recursive: true, force: true })
-    }
     const context = await chromium.launchPersistentContext(profile, {
-      executablePath: browser.executablePath,
+      executablePath,
       viewport: { width: 1400, height: 900 },
       args: [
         "--headless",
@@ -41,11 +43,8 @@ const launch = Effect.acquireRelease(
         "--disable-component-update",
         "--disable-sync"
       ]
-    }).catch((error) => {
-      removeAll()
-      throw error
     })
-    context.on("close", removeAll)
+    context.on("close", () => rmSync(profile, { recursive: true, force: true }))
     return context
   }),
   (browser) => Effect.promise(() => browser.close())
