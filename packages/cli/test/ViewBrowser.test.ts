@@ -45,16 +45,22 @@ const launch = Effect.acquireRelease(
       ]
     })
     context.on("close", () => rmSync(profile, { recursive: true, force: true }))
+    // a busy machine renders slowly: a bound is generous, and reaching it is a failure of its own
+    context.setDefaultTimeout(60_000)
     return context
   }),
   (browser) => Effect.promise(() => browser.close())
 )
 
-/** Opens `url` in a fresh page; returns the page and every URL it requested. */
-const open = (browser: BrowserContext, url: string) =>
+/**
+ * Opens `url` in a fresh page; returns the page and every URL it requested. With `fakeClock`, the
+ * page's timers run only when the test moves its clock (`page.clock.runFor`), as TestClock does.
+ */
+const open = (browser: BrowserContext, url: string, options: { readonly fakeClock?: boolean } = {}) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const page = await browser.newPage()
+      if (options.fakeClock === true) await page.clock.install()
       const requests: Array<string> = []
       page.on("request", (request) => requests.push(request.url()))
       const errors: Array<string> = []
@@ -161,7 +167,7 @@ describe("agentloop view in a headless browser", () => {
       assert.isTrue(requests.length >= 1)
       for (const url of requests) assert.isTrue(url.startsWith(view.url), `request outside the viewer: ${url}`)
       assert.deepStrictEqual(errors, [])
-    }).pipe(Effect.provide(NodeServices.layer)), 60_000)
+    }).pipe(Effect.provide(NodeServices.layer)), 180_000)
 
   it.live("shows a failed invariant and an unfinished run for a session killed mid-batch", () =>
     Effect.gen(function*() {
@@ -185,7 +191,7 @@ describe("agentloop view in a headless browser", () => {
       const shot = join(ARTIFACTS, "killed-mid-batch.png")
       yield* Effect.promise(() => page.screenshot({ path: shot, fullPage: true }))
       console.log(`agentloop view screenshot: ${shot}`)
-    }).pipe(Effect.provide(NodeServices.layer)), 60_000)
+    }).pipe(Effect.provide(NodeServices.layer)), 180_000)
 
   it.live("reloads itself while the session file grows (live), and not when live is unchecked", () =>
     Effect.gen(function*() {
@@ -193,23 +199,33 @@ describe("agentloop view in a headless browser", () => {
       copyFileSync(fixture("coding-session.jsonl"), file)
       const view = yield* serveSession({ workspace: tmpdir(), session: file })
       const browser = yield* launch
-      const { page } = yield* open(browser, view.url)
+      // the page polls every 2 s: its clock is the test's, so no poll depends on how busy the machine is
+      const { page, requests } = yield* open(browser, view.url, { fakeClock: true })
       assert.strictEqual(yield* count(page, "[data-testid=run]"), 3)
+      const served = (text: string) =>
+        Effect.promise(async () => {
+          for (let i = 0; !(await (await fetch(`${view.url}api/session`)).text()).includes(text); i++) {
+            if (i === 600) throw new Error(`the server still does not serve "${text}" after 60 s`)
+            await new Promise((r) => setTimeout(r, 100))
+          }
+        })
 
       const at = 1795000200000
       appendFileSync(file, JSON.stringify({ type: "run_start", at, prompt: "A fourth task" }) + "\n")
-      yield* Effect.promise(() => page.locator("[data-testid=run]").nth(3).waitFor({ timeout: 15_000 }))
+      yield* served("A fourth task")
+      yield* Effect.promise(() => page.clock.runFor(2_000)) // one poll: it sees the change and reloads
+      yield* Effect.promise(() => page.locator("[data-testid=run]").nth(3).waitFor({ timeout: 60_000 }))
       assert.include((yield* texts(page, "[data-testid=run]"))[3], "A fourth task")
 
-      // Unchecked, the page stays as it is: wait for a later change to be served, then past two polls.
+      // Unchecked, the page stays as it is: the change is served, then two polls' time passes, and
+      // the page asked nothing and shows what it showed.
       yield* Effect.promise(() => page.locator("#live").uncheck())
+      const asked = requests.length
       appendFileSync(file, JSON.stringify({ type: "run_start", at: at + 1, prompt: "A fifth task" }) + "\n")
-      yield* Effect.promise(() => page.waitForFunction(
-        async () => (await (await fetch("/api/session")).text()).includes("A fifth task"),
-        undefined,
-        { timeout: 15_000 }
-      ))
-      yield* Effect.promise(() => page.waitForTimeout(4500))
+      yield* served("A fifth task")
+      yield* Effect.promise(() => page.clock.runFor(4_500))
+      yield* Effect.promise(() => page.evaluate(() => 0)) // a round trip: what the polls started is reported
+      assert.deepStrictEqual(requests.slice(asked), [], "no poll asked for the version")
       assert.strictEqual(yield* count(page, "[data-testid=run]"), 4)
-    }).pipe(Effect.provide(NodeServices.layer)), 60_000)
+    }).pipe(Effect.provide(NodeServices.layer)), 180_000)
 })

@@ -159,6 +159,11 @@ export interface Running {
   /** Resolves when `pattern` appears in the output after `from` (default: anywhere). */
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number, from?: number) => Promise<void>
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+  /**
+   * The exit, or, past `limitMs`, a failure of its own ("still running after N s", with the output)
+   * after killing it: a bound a loaded machine can reach never shows as a wrong exit code.
+   */
+  readonly exitedWithin: (limitMs: number) => Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
 }
 
 const PTY_DRIVER = `
@@ -223,7 +228,7 @@ export const startCli = (
     stderr: () => err,
     write: (text) => void child.stdin!.write(text),
     endInput: () => void child.stdin!.end(),
-    waitFor: (pattern, timeoutMs = 20_000, from = 0) =>
+    waitFor: (pattern, timeoutMs = 90_000, from = 0) =>
       new Promise<void>((resolve, reject) => {
         const test = () => (typeof pattern === "string" ? out.slice(from).includes(pattern) : pattern.test(out.slice(from)))
         if (test()) return resolve()
@@ -241,7 +246,17 @@ export const startCli = (
         }
         waiters.add(check)
       }),
-    exited
+    exited,
+    exitedWithin: (limitMs) => {
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const bound = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          child.kill("SIGKILL")
+          reject(new Error(`agentloop ${args.join(" ")}: still running after ${limitMs / 1000} s; output:\n${out}\nstderr:\n${err}`))
+        }, limitMs)
+      })
+      return Promise.race([exited, bound]).finally(() => clearTimeout(timer))
+    }
   }
 }
 
