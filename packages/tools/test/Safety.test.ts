@@ -197,7 +197,7 @@ describe("files come out as they went in", () => {
         const out = yield* editTool.execute({ path: "w.cs", oldText: "int x = 1;\n  int y = 2;", newText: "int x = 10;\n  int y = 20;" }, ctx)
         assert.match(text(out), /CRLF line endings/)
         const after = yield* fs.readFile(`${root}/w.cs`)
-        assert.deepStrictEqual([...after.slice(0, 3)], [0xef, 0xbb, 0xbf], "the BOM is kept")
+        assert.deepStrictEqual(Array.from(after.subarray(0, 3)), [0xef, 0xbb, 0xbf], "the BOM is kept")
         assert.strictEqual(new TextDecoder("utf-8", { ignoreBOM: true }).decode(after), "\uFEFFclass A {\r\n  int x = 10;\r\n  int y = 20;\r\n}\r\n")
       })
     ))
