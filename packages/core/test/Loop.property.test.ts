@@ -294,8 +294,15 @@ const runCase = (spec: CaseSpec) =>
     return violations
   })
 
-/** Cases per run: 600 by default; set AGENTLOOP_PROPERTY_RUNS for a longer search. */
+/**
+ * Cases per run: 600 by default; set AGENTLOOP_PROPERTY_RUNS for a longer search. A failure prints
+ * its seed and path: AGENTLOOP_PROPERTY_SEED and AGENTLOOP_PROPERTY_PATH replay it.
+ */
 const numRuns = Number(process.env["AGENTLOOP_PROPERTY_RUNS"] ?? 600)
+const replay = process.env["AGENTLOOP_PROPERTY_SEED"] === undefined ? {} : {
+  seed: Number(process.env["AGENTLOOP_PROPERTY_SEED"]),
+  ...(process.env["AGENTLOOP_PROPERTY_PATH"] === undefined ? {} : { path: process.env["AGENTLOOP_PROPERTY_PATH"] })
+}
 
 describe("property: invariants hold for generated scripts", () => {
   it(`holds for ${numRuns} random scripts, tool outcomes, completion orders, abort points and step limits`, async () => {
@@ -306,8 +313,8 @@ describe("property: invariants hold for generated scripts", () => {
         const violations = await Effect.runPromise(runCase(spec))
         assert.deepStrictEqual(violations, [])
       }),
-      { numRuns }
+      { numRuns, ...replay }
     )
-    assert.isAtLeast(cases, numRuns)
+    if (replay.seed === undefined) assert.isAtLeast(cases, numRuns)
   }, 600_000)
 })

@@ -11,7 +11,7 @@
  *   finalizer answers every call left (interrupted, or skipped when it never started) before
  *   anything else can look at the results.
  */
-import { Deferred, Duration, Effect, Fiber, Option } from "effect"
+import { Deferred, Duration, Effect, Fiber, Option, Semaphore } from "effect"
 import { batchStages, deniedResult, interruptedResult, runToolCall } from "../Batch.ts"
 import type { ExecutorShape } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
@@ -126,8 +126,19 @@ export const runBatch = (
    */
   const concurrently = (stage: ReadonlyArray<number>): Effect.Effect<void> => {
     const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
+    // A cap is a semaphore over calls that are all forked at once, not forEach's own bound: a bounded
+    // forEach starts the next call from the observer of one that ended, and when that start ends
+    // another call synchronously (its tool_start reached a sink whose callback interrupts the run,
+    // whose stage fires the running calls' signals), forEach re-enters its loop and starts the same
+    // call again (effect 4.1). Unbounded, forEach never starts a call from an observer.
+    const cap = settings.concurrency
+    const gate = cap === "unbounded" || cap >= stage.length ? undefined : Semaphore.makeUnsafe(cap)
     const stageCalls = Effect.provideService(
-      Effect.forEach(stage, oneNow, { concurrency: settings.concurrency, discard: true }),
+      Effect.forEach(
+        stage,
+        gate === undefined ? oneNow : (index) => gate.withPermits(1)(one(index)),
+        { concurrency: "unbounded", discard: true }
+      ),
       RunningCalls,
       running
     )
