@@ -299,7 +299,7 @@ const runCase = (spec: CaseSpec) =>
  * its seed and path: AGENTLOOP_PROPERTY_SEED and AGENTLOOP_PROPERTY_PATH replay it.
  */
 const numRuns = Number(process.env["AGENTLOOP_PROPERTY_RUNS"] ?? 600)
-const replay = process.env["AGENTLOOP_PROPERTY_SEED"] === undefined ? {} : {
+const replay: { readonly seed?: number; readonly path?: string } = process.env["AGENTLOOP_PROPERTY_SEED"] === undefined ? {} : {
   seed: Number(process.env["AGENTLOOP_PROPERTY_SEED"]),
   ...(process.env["AGENTLOOP_PROPERTY_PATH"] === undefined ? {} : { path: process.env["AGENTLOOP_PROPERTY_PATH"] })
 }
