@@ -7,6 +7,7 @@
 import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore, Stream } from "effect"
 import type { Duration } from "effect"
 import {
+  addUsage,
   allow,
   ask as askDecision,
   callbackSinkLayer,
@@ -68,7 +69,6 @@ import type { FlagSettings, Settings } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT } from "./Session.ts"
 import {
-  addUsage,
   appendOrReport,
   createSession,
   listSessions,

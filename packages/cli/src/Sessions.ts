@@ -7,7 +7,7 @@
  */
 import { Clock, Effect, Random } from "effect"
 import type { Scope } from "effect"
-import { makeTranscriptWriter, parseTranscript, PersistenceError } from "@agentloop/core"
+import { addUsage, makeTranscriptWriter, parseTranscript, PersistenceError } from "@agentloop/core"
 import type { Message, TranscriptEntry, TranscriptRecord, TranscriptWriter, Usage } from "@agentloop/core"
 import { readdirSync } from "node:fs"
 import * as nodePath from "node:path"
@@ -149,29 +149,6 @@ export interface SessionSummary {
   readonly ended: string
   readonly usage: Usage | undefined
   readonly model: string
-}
-
-/**
- * Sums usages (fields missing on every side stay missing).
- *
- * @since 0.1.0
- * @category usage
- */
-export const addUsage = (a: Usage | undefined, b: Usage | undefined): Usage | undefined => {
-  if (a === undefined) return b
-  if (b === undefined) return a
-  const sum = (x: number | undefined, y: number | undefined) =>
-    x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0)
-  const cacheRead = sum(a.cacheRead, b.cacheRead)
-  const cacheWrite = sum(a.cacheWrite, b.cacheWrite)
-  const cost = sum(a.cost, b.cost)
-  return {
-    input: a.input + b.input,
-    output: a.output + b.output,
-    ...(cacheRead === undefined ? {} : { cacheRead }),
-    ...(cacheWrite === undefined ? {} : { cacheWrite }),
-    ...(cost === undefined ? {} : { cost })
-  }
 }
 
 /**
