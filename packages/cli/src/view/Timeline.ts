@@ -10,8 +10,8 @@
  * @since 0.1.0
  */
 import { addUsage, pairingViolations, subAgentRunOf, toolCallsOf } from "@agentloop/core"
-import type { AssistantMessage, Message, RunReason, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
-import type { SessionHeader, SessionLine } from "./SessionFile.ts"
+import type { AssistantMessage, Message, RunReason, SessionHeader, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
+import type { SessionLine } from "./SessionFile.ts"
 
 /**
  * How a tool call ended, as the viewer shows it.
