@@ -10,6 +10,7 @@ import { skipText } from "./Decision.ts"
 import { describeCause } from "./internal/common.ts"
 import type { SkipReason } from "./Decision.ts"
 import { isAssistantMessageFast, isMessageFast, isSoundTranscriptFast, isToolResultMessageFast } from "./internal/guards.ts"
+import { isTrusted } from "./internal/trusted.ts"
 import { AssistantMessage, Message, ToolResultMessage, toolCallsOf } from "./Message.ts"
 import type { ToolCall } from "./Message.ts"
 
@@ -152,7 +153,7 @@ export const prepareTranscript = (input: ReadonlyArray<unknown>): Checked<Array<
     return ok(input.slice() as Array<Message>)
   }
   for (let i = 0; i < input.length; i++) {
-    if (isMessageFast(input[i])) continue
+    if (isTrusted(input[i]) || isMessageFast(input[i])) continue
     const exit = decodeMessage(input[i])
     if (Exit.isFailure(exit)) return bad(`messages[${i}] is not a valid message: ${indent(issueText(exit))}`)
   }

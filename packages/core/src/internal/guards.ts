@@ -18,6 +18,7 @@
  */
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
+import { isTrusted } from "./trusted.ts"
 
 /**
  * A non-null non-array object, read by known names.
@@ -261,11 +262,13 @@ export const isSoundTranscriptFast = (input: ReadonlyArray<unknown>): boolean =>
       const message = input[i++]
       if (typeof message !== "object" || message === null || Array.isArray(message)) return false
       const role = (message as Obj).role
+      // a message this loop appended and froze was checked then (internal/trusted.ts)
+      const trusted = isTrusted(message)
       if (role === "user") {
-        if (!isUserFields(message as Obj)) return false
+        if (!trusted && !isUserFields(message as Obj)) return false
         continue
       }
-      if (role !== "assistant" || !isAssistantFields(message as Obj)) return false
+      if (role !== "assistant" || (!trusted && !isAssistantFields(message as Obj))) return false
       const content = (message as AssistantMessage).content
       let calls = 0
       for (let p = 0; p < content.length; p++) {
@@ -280,7 +283,7 @@ export const isSoundTranscriptFast = (input: ReadonlyArray<unknown>): boolean =>
         const result = input[i++]
         if (
           typeof result !== "object" || result === null || Array.isArray(result) ||
-          (result as Obj).role !== "toolResult" || !isToolResultFields(result as Obj) ||
+          (result as Obj).role !== "toolResult" || (!isTrusted(result) && !isToolResultFields(result as Obj)) ||
           (result as ToolResultMessage).toolCallId !== id || (result as ToolResultMessage).toolName !== part.name
         ) return false
       }
