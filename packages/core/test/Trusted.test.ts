@@ -223,20 +223,7 @@ describe("trust", () => {
     assert.isFalse(isTrusted(undefined))
   })
 
-  it("a message that reads through a getter, or that cannot be frozen, is not trusted (and nothing throws)", () => {
-    let reads = 0
-    const getter = {
-      role: "user",
-      get content() {
-        return reads++ === 0 ? "fine" : 42
-      }
-    } as unknown as UserMessage
-    trust(getter)
-    assert.isFalse(isTrusted(getter))
-    const part = { type: "text", get text() { return "x" } }
-    const withGetterPart = { role: "user", content: [part] } as unknown as UserMessage
-    trust(withGetterPart)
-    assert.isFalse(isTrusted(withGetterPart))
+  it("a message that cannot be frozen (a proxy refusing it) is not trusted, and nothing throws", () => {
     const refusing = new Proxy({ role: "user", content: "hi" }, {
       preventExtensions: () => {
         throw new Error("no")

@@ -17,43 +17,52 @@
  * what keys it has) and `usage`. A tool result's `details` and the values inside `arguments` are
  * `Unknown` to the schema: no change to them can make the message invalid, so they are left as they
  * are (a tool may keep what it put there). Freezing never copies: the objects stay the caller's
- * and the model's, and a frozen message is exactly the message that was appended.
+ * and the model's, and a frozen message is exactly the message that was appended. A property read
+ * through a getter is not made constant by freezing; such a message could answer the check one
+ * thing and the model another on any run, trusted or not, so it is not looked for (looking costs
+ * more than the rest of `trust`).
+ *
+ * "Remembered" is a brand: a private field added to the message object itself (the class below
+ * returns the object it is given from its base constructor, so its field initializer installs
+ * the field on that object). Unlike a WeakSet entry it costs about nothing to add (a WeakSet's add
+ * cost more than the whole check it saves), it cannot be forged or read from outside this
+ * module, and no copy carries it: `structuredClone`, a spread, `Object.assign` and JSON see only
+ * the message's own public properties.
  *
  * Trusted.test.ts holds the shortcut to the rule: whatever a caller does to a message (mutate it,
  * copy it, rebuild it), `prepareTranscript` gives what it gives without the shortcut.
  */
 import type { Message } from "../Message.ts"
 
-const checked = new WeakSet<object>()
-
 const freeze = Object.freeze
-const descriptor = Object.getOwnPropertyDescriptor
 const isArray = Array.isArray
 
-/**
- * Freezes `o` and says whether its own enumerable properties are all data properties: a getter
- * survives freezing and could answer differently on every read, so an object with one is frozen
- * but not trusted.
- */
-const freezeData = (o: object): boolean => {
-  freeze(o)
-  for (const key in o) {
-    if (descriptor(o, key)?.get !== undefined) return false
+/** A base class whose constructor returns the object it is given, so a subclass brands that object. */
+const ReturnsItsArgument = function(this: unknown, target: object) {
+  return target
+} as unknown as new(target: object) => object
+
+class Checked extends ReturnsItsArgument {
+  #checked = true
+  static add(target: object): void {
+    new Checked(target)
   }
-  return true
+  static has(u: object): boolean {
+    return #checked in u
+  }
 }
 
 /**
  * Freezes what the schemas read of `message` (see the module) and remembers it as checked by this
  * loop. Call it only on a message that has been checked or that the loop built, as it is
- * appended. Returns the message. A message that cannot be frozen (a proxy refusing it) or that
- * reads through a getter stays untrusted, and is checked again if a run is resumed from it.
+ * appended. Returns the message. A message that cannot be frozen (a proxy refusing it) stays
+ * untrusted, and is checked again if a run is resumed from it.
  *
  * @internal
  */
 export const trust = <M extends Message>(message: M): M => {
+  if (Checked.has(message)) return message
   try {
-    let data = true
     const content: unknown = message.content
     if (isArray(content)) {
       for (let i = 0; i < content.length; i++) {
@@ -61,14 +70,17 @@ export const trust = <M extends Message>(message: M): M => {
         if (typeof part !== "object" || part === null) continue
         if ((part as { readonly type?: unknown }).type === "toolCall") {
           const args: unknown = (part as { readonly arguments?: unknown }).arguments
-          if (typeof args === "object" && args !== null && !freezeData(args)) data = false
+          if (typeof args === "object" && args !== null) freeze(args)
         }
-        if (!freezeData(part)) data = false
+        freeze(part)
       }
       freeze(content)
     }
-    if (message.role === "assistant" && message.usage !== undefined && !freezeData(message.usage)) data = false
-    if (freezeData(message) && data) checked.add(message)
+    if (message.role === "assistant" && message.usage !== undefined) freeze(message.usage)
+    freeze(message)
+    // only a frozen message is branded (an engine that refused a private field on a frozen object
+    // would throw here, and the message would merely be checked again)
+    Checked.add(message)
   } catch {
     // not trusted: checked again on resume
   }
@@ -80,4 +92,4 @@ export const trust = <M extends Message>(message: M): M => {
  *
  * @internal
  */
-export const isTrusted = (u: unknown): boolean => typeof u === "object" && u !== null && checked.has(u)
+export const isTrusted = (u: unknown): boolean => typeof u === "object" && u !== null && Checked.has(u)
