@@ -127,12 +127,27 @@ describe("messages the loop appended", () => {
       const resumed = [...result.messages, user("next prompt")]
       const { checked, trusted } = prepareCounting(resumed)
       assert.isTrue(checked.ok)
-      assert.strictEqual(trusted, result.messages.length - 1, "every loop-produced message, and only those")
+      // every assistant message and tool result the loop appended (user messages are guarded:
+      // their guard costs about what the lookup would)
+      const produced = result.messages.slice(1).filter((m) => m.role !== "user").length
+      assert.strictEqual(trusted, produced, "every loop-produced assistant message and result, and only those")
       assert.deepStrictEqual(checked.ok ? checked.value : [], resumed)
       // a run resumed from them runs as usual
       const next = yield* runScripted([turn.text("again")], { messages: resumed })
       assert.deepStrictEqual(next.violations, [])
       assert.strictEqual(next.result.reason, "stop")
+    }))
+
+  it.effect("a transcript that opens with another's assistant message is guarded all the way", () =>
+    Effect.gen(function*() {
+      const result = yield* producedRun
+      const foreign = structuredClone(result.messages)
+      const mixed = [...foreign, ...result.messages.slice(1)]
+      const { checked, trusted } = prepareCounting(mixed)
+      assert.isTrue(checked.ok)
+      assert.strictEqual(trusted, 0)
+      // the outcome is the same as with no shortcut at all
+      assert.deepStrictEqual(checked, prepareWithoutShortcut(mixed))
     }))
 
   it.effect("a copy is checked: structuredClone, a spread, a file's lines, a hand-built twin", () =>
