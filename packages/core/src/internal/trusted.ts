@@ -27,7 +27,8 @@
  * the field on that object). Unlike a WeakSet entry it costs about nothing to add (a WeakSet's add
  * cost more than the whole check it saves), it cannot be forged or read from outside this
  * module, and no copy carries it: `structuredClone`, a spread, `Object.assign` and JSON see only
- * the message's own public properties.
+ * the message's own public properties. Either way a message remembered costs about 40 bytes (the
+ * field takes a property store of its own; a WeakSet entry costs the same).
  *
  * Trusted.test.ts holds the shortcut to the rule: whatever a caller does to a message (mutate it,
  * copy it, rebuild it), `prepareTranscript` gives what it gives without the shortcut.
