@@ -6,11 +6,12 @@
  * Every message the loop appends to a transcript has been checked (the model's final message and
  * every tool result against their schemas, steering and follow-up messages against
  * `UserMessage`) or built by the loop (skipped and error results, repair prompts). `trust`
- * freezes it, so nothing can change it afterwards, and remembers the very object in a WeakSet;
+ * freezes it, so nothing can change it afterwards, and remembers the very object (a brand, below);
  * `isTrusted` is then true for that object only. A run resumed from such messages (the next
- * prompt of a chat, on `result.messages`) need not check them again. Anything else is checked:
- * a copy (`structuredClone`, a spread, a message parsed from a file or sent by another process)
- * is another object, and a message a caller built by hand was never in the set.
+ * prompt of a chat, on `result.messages`) need not check them again: `prepareTranscript` (through
+ * `isSoundTranscriptFast` in guards.ts) skips their guards, never their pairing. Anything else is
+ * checked: a copy (`structuredClone`, a spread, a message parsed from a file or sent by another
+ * process) is another object, and a message a caller built by hand never got the brand.
  *
  * What is frozen is everything the message schemas read: the message, its `content` array, each
  * content part, a tool call's `arguments` object (the schema reads only that it is an object, and
