@@ -7,6 +7,7 @@
 import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore, Stream } from "effect"
 import type { Duration } from "effect"
 import {
+  addUsage,
   allow,
   ask as askDecision,
   callbackSinkLayer,
@@ -21,12 +22,11 @@ import type {
   LoopEvent,
   Message,
   OutputSchema,
+  SessionRecord,
   ToolCall,
   ToolPolicy,
   ToolResultMessage,
-  TranscriptEntry,
-  Usage,
-  UserMessage
+  Usage
 } from "@agentloop/core"
 import {
   abortRun,
@@ -68,7 +68,6 @@ import type { FlagSettings, Settings } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT } from "./Session.ts"
 import {
-  addUsage,
   appendOrReport,
   createSession,
   listSessions,
@@ -243,8 +242,8 @@ interface Agent {
 const lastCompaction = (log: SessionLog): CompactionState | undefined => {
   for (let i = log.records.length - 1; i >= 0; i--) {
     const r = log.records[i]!
-    if (r.type === "compaction" && typeof r["summarized"] === "number" && typeof r["summary"] === "object") {
-      return { summary: r["summary"] as UserMessage, covered: r["summarized"] }
+    if (r.type === "compaction" && r.summary !== undefined && r.summarized !== undefined) {
+      return { summary: r.summary, covered: r.summarized }
     }
   }
   return undefined
@@ -335,11 +334,11 @@ const makeAgent = (
     }
     let runCount = log.records.filter((r) => r.type === "run_start").length
     // a resumed session keeps the system prompt it started with
-    let systemPrompt = log.header.systemPrompt.length > 0 ? log.header.systemPrompt : configuredPrompt
+    let systemPrompt = log.header.systemPrompt !== undefined && log.header.systemPrompt.length > 0 ? log.header.systemPrompt : configuredPrompt
     let history: ReadonlyArray<Message> = log.messages
     let sessionUsage: Usage | undefined = summarize(log.id, log.records).usage
     let lastUsage: Usage | undefined
-    const append = (entry: TranscriptEntry) => appendOrReport(log, entry, report)
+    const append = (entry: Message | SessionRecord) => appendOrReport(log, entry, report)
 
     const contextWindow = settings.contextWindow ?? (modelName === undefined ? undefined : knownContextWindow(modelName))
     // the model in use now (`/model` switches it)

@@ -10,7 +10,7 @@
  */
 import { Clock, Duration, Effect, Option, Semaphore } from "effect"
 import { allow, deny } from "@agentloop/core"
-import type { ToolCall, ToolPolicy } from "@agentloop/core"
+import type { ApprovalRecord as SessionApprovalRecord, ToolCall, ToolPolicy } from "@agentloop/core"
 import { stripControl } from "./Sanitize.ts"
 import type { Style } from "./Style.ts"
 
@@ -24,24 +24,13 @@ export const NO_TERMINAL_REASON = "this call needs the user's approval, and agen
   "where it could ask (run with --yes to allow such calls)"
 
 /**
- * One decision, as recorded in the session (`approval` record).
+ * One decision, as recorded in the session: the fields of core's `ApprovalRecord` (the `approval`
+ * record) that the policy supplies; the writer adds `type` and `at`.
  *
  * @since 0.1.0
  * @category models
  */
-export interface ApprovalRecord {
-  readonly toolCallId: string
-  readonly name: string
-  readonly decision: "approved" | "denied" | "always"
-  /**
-   * `remote`: answered with `agentloop approve` from another process (durable runs); `timeout`: no
-   * answer within `--approval-timeout`.
-   */
-  readonly by: "user" | "policy" | "no-terminal" | "remote" | "timeout"
-  readonly reason?: string
-  /** When the question was put (epoch milliseconds), for decisions that asked. */
-  readonly askedAt?: number
-}
+export type ApprovalRecord = Omit<SessionApprovalRecord, "type" | "at">
 
 /**
  * What the approval policy needs.

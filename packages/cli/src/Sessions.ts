@@ -7,8 +7,8 @@
  */
 import { Clock, Effect, Random } from "effect"
 import type { Scope } from "effect"
-import { makeTranscriptWriter, parseTranscript, PersistenceError } from "@agentloop/core"
-import type { Message, TranscriptEntry, TranscriptRecord, TranscriptWriter, Usage } from "@agentloop/core"
+import { addUsage, makeTranscriptWriter, parseTranscript, PersistenceError, sessionRecordsOf } from "@agentloop/core"
+import type { Message, SessionHeader, SessionRecord, TranscriptWriter, Usage } from "@agentloop/core"
 import { readdirSync } from "node:fs"
 import * as nodePath from "node:path"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
@@ -20,23 +20,6 @@ import * as WorkspaceIO from "./WorkspaceIO.ts"
  * @category constants
  */
 export const SESSIONS_FOLDER = ".agentloop/sessions"
-
-/**
- * The first line of a session file.
- *
- * @since 0.1.0
- * @category models
- */
-export type SessionHeader = {
-  readonly type: "session"
-  readonly version: 1
-  readonly id: string
-  readonly at: number
-  readonly cwd: string
-  readonly provider: string
-  readonly model: string
-  readonly systemPrompt: string
-}
 
 /**
  * An open session: what was in the file, and a writer that appends to it.
@@ -51,8 +34,8 @@ export interface SessionLog {
   readonly header: SessionHeader
   /** The transcript so far (checked and paired). */
   readonly messages: ReadonlyArray<Message>
-  /** The records so far. */
-  readonly records: ReadonlyArray<TranscriptRecord>
+  /** The records so far, decoded (core's `SessionRecord`; records of unknown types are left out). */
+  readonly records: ReadonlyArray<SessionRecord>
   /** Whether a torn last line (left by a crash) was cut off when the session was opened. */
   readonly repairedTornLine: boolean
   readonly writer: TranscriptWriter
@@ -86,7 +69,7 @@ const writerFor = (root: string, file: string, exclusive: boolean, repaired: boo
  */
 export const createSession = (
   root: string,
-  header: Omit<SessionHeader, "type" | "version" | "id" | "at">
+  header: { readonly cwd: string; readonly provider: string; readonly model: string; readonly systemPrompt: string }
 ): Effect.Effect<SessionLog, PersistenceError, Scope.Scope> =>
   Effect.gen(function*() {
     const id = yield* newSessionId
@@ -97,7 +80,7 @@ export const createSession = (
     return { id, file, header: full, messages: [], records: [full], repairedTornLine: false, writer }
   })
 
-const isHeader = (r: TranscriptRecord): r is TranscriptRecord & SessionHeader => r.type === "session"
+const isHeader = (r: SessionRecord): r is SessionHeader => r.type === "session"
 
 /**
  * Reads a session file (relative to the workspace): its transcript and records.
@@ -125,12 +108,13 @@ export const openSession = (root: string, id: string): Effect.Effect<SessionLog,
     const file = `${SESSIONS_FOLDER}/${id}.jsonl`
     const repaired = yield* Effect.mapError(WorkspaceIO.cutTornLine(root, file), toPersistenceError)
     const loaded = yield* readSession(root, file)
-    const header = loaded.records.find(isHeader)
+    const records = sessionRecordsOf(loaded.records)
+    const header = records.find(isHeader)
     if (header === undefined) {
       return yield* Effect.fail(new PersistenceError({ path: file, message: `${file} has no session header` }))
     }
     const writer = yield* writerFor(root, file, false, repaired)
-    return { id, file, header, messages: loaded.messages, records: loaded.records, repairedTornLine: repaired, writer }
+    return { id, file, header, messages: loaded.messages, records, repairedTornLine: repaired, writer }
   })
 
 /**
@@ -152,35 +136,12 @@ export interface SessionSummary {
 }
 
 /**
- * Sums usages (fields missing on every side stay missing).
- *
- * @since 0.1.0
- * @category usage
- */
-export const addUsage = (a: Usage | undefined, b: Usage | undefined): Usage | undefined => {
-  if (a === undefined) return b
-  if (b === undefined) return a
-  const sum = (x: number | undefined, y: number | undefined) =>
-    x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0)
-  const cacheRead = sum(a.cacheRead, b.cacheRead)
-  const cacheWrite = sum(a.cacheWrite, b.cacheWrite)
-  const cost = sum(a.cost, b.cost)
-  return {
-    input: a.input + b.input,
-    output: a.output + b.output,
-    ...(cacheRead === undefined ? {} : { cacheRead }),
-    ...(cacheWrite === undefined ? {} : { cacheWrite }),
-    ...(cost === undefined ? {} : { cost })
-  }
-}
-
-/**
- * The summary of a session from its records.
+ * The summary of a session from its records (decoded: `sessionRecordsOf`).
  *
  * @since 0.1.0
  * @category sessions
  */
-export const summarize = (id: string, records: ReadonlyArray<TranscriptRecord>): SessionSummary => {
+export const summarize = (id: string, records: ReadonlyArray<SessionRecord>): SessionSummary => {
   const header = records.find(isHeader)
   let firstPrompt = ""
   let runs = 0
@@ -190,14 +151,14 @@ export const summarize = (id: string, records: ReadonlyArray<TranscriptRecord>):
   for (const r of records) {
     if (r.type === "run_start") {
       runs++
-      if (firstPrompt === "" && typeof r["prompt"] === "string") firstPrompt = r["prompt"]
+      if (firstPrompt === "" && r.prompt !== undefined) firstPrompt = r.prompt
       ended = "interrupted"
     } else if (r.type === "run_end") {
-      steps += typeof r["steps"] === "number" ? r["steps"] : 0
-      ended = typeof r["reason"] === "string" ? r["reason"] : "?"
-      usage = addUsage(usage, r["usage"] as Usage | undefined)
+      steps += r.steps ?? 0
+      ended = r.reason
+      usage = addUsage(usage, r.usage)
     } else if (r.type === "compaction") {
-      usage = addUsage(usage, r["usage"] as Usage | undefined)
+      usage = addUsage(usage, r.usage)
     }
   }
   return { id, at: header?.at ?? 0, firstPrompt, runs, steps, ended, usage, model: header?.model ?? "" }
@@ -224,7 +185,7 @@ export const listSessions = (root: string): Effect.Effect<ReadonlyArray<SessionS
       const loaded = yield* Effect.result(readSession(root, `${SESSIONS_FOLDER}/${name}`))
       out.push(
         loaded._tag === "Success" ?
-          summarize(id, loaded.success.records) :
+          summarize(id, sessionRecordsOf(loaded.success.records)) :
           { id, at: 0, firstPrompt: "", runs: 0, steps: 0, ended: `unreadable: ${loaded.failure.message}`, usage: undefined, model: "" }
       )
     }
@@ -239,7 +200,7 @@ export const listSessions = (root: string): Effect.Effect<ReadonlyArray<SessionS
  */
 export const appendOrReport = (
   log: SessionLog,
-  entry: TranscriptEntry,
+  entry: Message | SessionRecord,
   report: (message: string) => void
 ): Effect.Effect<void> =>
   Effect.catch(log.writer.append(entry), (e) => Effect.sync(() => report(e.message)))

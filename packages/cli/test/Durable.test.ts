@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { loadTranscript, pairingViolations } from "@agentloop/core"
-import type { LoopEvent, ToolResultMessage } from "@agentloop/core"
+import { decodeSessionRecord, loadTranscript, pairingViolations } from "@agentloop/core"
+import type { LoopEvent, ToolResultMessage, TranscriptRecord } from "@agentloop/core"
 import { checkInvariants } from "@agentloop/testkit"
 import { buildTimeline, parseSessionText } from "../src/view/index.ts"
 import { Effect } from "effect"
@@ -108,6 +108,10 @@ describe("agentloop --durable", () => {
       assert.strictEqual(code, 0, cli.output() + cli.stderr())
       assert.strictEqual(readFileSync(join(ws, "approved.txt"), "utf8"), "approved\n")
       assert.include(cli.output(), "approved from another terminal")
+      // every record the CLI wrote is one of core's session records, as written
+      for (const l of jsonLines(file!)) {
+        if (typeof l["type"] === "string") assert.isTrue(decodeSessionRecord(l as TranscriptRecord)?.ok, JSON.stringify(l))
+      }
       const approvals = jsonLines(file!).filter((l) => l["type"] === "approval")
       assert.deepStrictEqual(approvals.map((a) => [a["toolCallId"], a["decision"], a["by"]]), [["b1", "approved", "remote"]])
       assert.isNumber(approvals[0]!["askedAt"])

@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { loadTranscript, pairingViolations } from "@agentloop/core"
-import type { Message } from "@agentloop/core"
+import { decodeSessionRecord, loadTranscript, pairingViolations } from "@agentloop/core"
+import type { Message, TranscriptRecord } from "@agentloop/core"
 import { Effect } from "effect"
 import { NodeServices } from "@effect/platform-node"
 import { jsonLines, makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
@@ -46,6 +46,10 @@ describe("agentloop run (in a pipe)", () => {
       const types = lines.map((l) => (l["type"] ?? l["role"]) as string)
       assert.deepStrictEqual(types.filter((t) => t === "run_start" || t === "run_end"), ["run_start", "run_end"])
       assert.deepStrictEqual(types.filter((t) => t === "turn_start").length, 3)
+      // every record the CLI wrote is one of core's session records, as written
+      for (const l of lines) {
+        if (typeof l["type"] === "string") assert.isTrue(decodeSessionRecord(l as TranscriptRecord)?.ok, JSON.stringify(l))
+      }
       const approvals = lines.filter((l) => l["type"] === "approval")
       assert.deepStrictEqual(approvals.map((a) => [a["name"], a["decision"], a["by"]]), [["write", "approved", "policy"], ["bash", "approved", "policy"]])
       const loaded = await load(file!)

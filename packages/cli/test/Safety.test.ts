@@ -108,8 +108,8 @@ describe("the CLI writes only inside its workspace", () => {
     writeFileSync(
       join(folder, "evil\u001b]52;c;ZXZpbA==\u0007name.jsonl"),
       line({ type: "session", version: 1, id: "x", at: 1, cwd: ws, provider: "p", model: "m", systemPrompt: "" }) +
-        line({ type: "run_start", at: 2, prompt: "task" }) + line({ role: "user", content: "task" }) +
-        line({ type: "run_end", at: 3, reason: "stop\u001b[2J\u009b31m", steps: 1 })
+        line({ type: "run_start", at: 2, prompt: "task\u001b[2J\u009b31m" }) + line({ role: "user", content: "task" }) +
+        line({ type: "run_end", at: 3, reason: "stop", steps: 1 })
     )
     // a session file that is a link to a file outside, whose first line names a secret
     writeFileSync(join(outside, "secret.jsonl"), line({ type: "session", version: 1, id: "SECRET-0123456789", at: 4, cwd: "/", provider: "p", model: "m", systemPrompt: "" }) + line({ type: "run_start", at: 5, prompt: "SECRET-PROMPT" }))

@@ -1,13 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { allow, decide, deny, Model, pairingViolations } from "@agentloop/core"
+import { readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { allow, decide, deny, Model, pairingViolations, parseTranscript, sessionRecordsOf } from "@agentloop/core"
 import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
 import { makeApprovalPolicy, parseAnswer, previewCall } from "../src/Approvals.ts"
 import type { ApprovalRecord } from "../src/Approvals.ts"
 import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER, toolDefinitionsChars } from "../src/Compaction.ts"
 import { rebuildRun, sameMessages } from "../src/Durable.ts"
 import { stripControl } from "../src/Sanitize.ts"
+import { summarize } from "../src/Sessions.ts"
 import { makeStyle } from "../src/Style.ts"
 
 const user = (text: string): Message => ({ role: "user", content: text })
@@ -259,4 +262,32 @@ describe("a durable run's part of the session, rebuilt after a restart", () => {
     assert.isTrue(sameMessages(rebuilt, [a1, b1, r1, a2]), "the same messages, whatever the order of a batch's results")
     assert.isFalse(sameMessages(after, [a1, r1, b1, a2]), "a result missing")
   })
+})
+
+describe("a session written by 0.1, read through core's session records", () => {
+  it.effect("every record decodes, and summarize gives the runs, steps, ending, usage and model", () =>
+    Effect.gen(function*() {
+      const text = readFileSync(fileURLToPath(new URL("./fixtures/view/coding-session.jsonl", import.meta.url)), "utf8")
+      const loaded = yield* parseTranscript(text, "coding-session.jsonl")
+      const records = sessionRecordsOf(loaded.records)
+      assert.strictEqual(records.length, loaded.records.length, "every record decodes")
+      const summary = summarize("s", records)
+      assert.deepStrictEqual(
+        { ...summary, usage: undefined },
+        {
+          id: "s",
+          at: 1795000000000,
+          firstPrompt: "Fix the failing test in src/math.js",
+          runs: 3,
+          steps: 5,
+          ended: "error",
+          usage: undefined,
+          model: "claude-sonnet-4-5"
+        }
+      )
+      // the two runs that reported usage, summed by core's addUsage
+      assert.strictEqual(summary.usage?.input, 6530 + 2600)
+      assert.strictEqual(summary.usage?.cacheRead, 5100 + 2400)
+      assert.isUndefined(summary.usage?.cacheWrite)
+    }))
 })

@@ -12,6 +12,9 @@
  * - `approval_request` carries the `Deferred` the caller completes to answer it (see Policy.ts).
  * - `user_message` announces a steering or follow-up message as it joins the transcript, and the
  *   loop's own request for a final answer (`kind: "repair"`, see Output.ts).
+ * - The message of an `assistant_message`, `tool_end` or `user_message` event is the very object
+ *   that joined the transcript, frozen as it joined (SPEC §5, "Messages the loop produced
+ *   itself"): a sink reads it, and copies it to change it.
  *
  * @since 0.1.0
  */

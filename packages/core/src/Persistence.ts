@@ -125,7 +125,7 @@ export const parseTranscript = (text: string, path = "<transcript>"): Effect.Eff
       }
       if (!isObject(value)) return fail(`line ${i + 1} is not a JSON object`)
       if ("role" in value) raw.push(value)
-      else if (typeof value["type"] === "string") records.push(value as TranscriptRecord)
+      else if (typeof value.type === "string") records.push(value as TranscriptRecord)
       else return fail(`line ${i + 1} is neither a message (no "role") nor a record (no "type")`)
     }
     const checked = prepareTranscript(raw)

@@ -141,6 +141,11 @@ export const AgentRunResult = Schema.Struct({
  * What a run gives back. `A` is the type of the final answer of a run with an `output` schema
  * (`unknown` when not known; `never` for a run without one).
  *
+ * `messages` is a fresh array, yours to change; the messages the run appended in it are frozen
+ * (SPEC §5, "Messages the loop produced itself": so a run resumed from them need not check them
+ * again). Do not mutate them: copy one to change it (`{ ...message }`, `structuredClone`), and the
+ * copy is checked like any message the loop did not produce.
+ *
  * @since 0.1.0
  * @category models
  */

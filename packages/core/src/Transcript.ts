@@ -9,15 +9,8 @@ import { Exit, Schema } from "effect"
 import { skipText } from "./Decision.ts"
 import { describeCause } from "./internal/common.ts"
 import type { SkipReason } from "./Decision.ts"
-import {
-  isAssistantFields,
-  isAssistantMessageFast,
-  isMessageFast,
-  isToolResultFields,
-  isToolResultMessageFast,
-  isUserFields
-} from "./internal/guards.ts"
-import type { Obj } from "./internal/guards.ts"
+import { isAssistantMessageFast, isMessageFast, isSoundTranscriptFast, isToolResultMessageFast } from "./internal/guards.ts"
+import { isTrusted } from "./internal/trusted.ts"
 import { AssistantMessage, Message, ToolResultMessage, toolCallsOf } from "./Message.ts"
 import type { ToolCall } from "./Message.ts"
 
@@ -57,7 +50,8 @@ export const skippedResult = (call: ToolCall, reason: SkipReason): ToolResultMes
   errorResult(call, skipText(reason), { skipped: true, reason })
 
 // The boundary checks first try the fast structural guards (internal/guards.ts), which accept
-// only what these schemas accept; anything else is decoded with the schema, which decides.
+// exactly what these schemas accept; anything they reject is decoded with the schema, which
+// words the error.
 const decodeMessage = Schema.decodeUnknownExit(Message)
 const decodeAssistant = Schema.decodeUnknownExit(AssistantMessage)
 const decodeToolResult = Schema.decodeUnknownExit(ToolResultMessage)
@@ -139,57 +133,6 @@ export const checkToolResult = (call: ToolCall, raw: unknown): ToolResultMessage
 }
 
 /**
- * The common case of `prepareTranscript` in one allocation-free pass: every message passes its
- * fast guard, no result is out of place, and each assistant message (of at most 8 calls, with
- * distinct ids) is followed by exactly its results, in call order, naming the right tool. Then
- * the transcript needs no repair. Anything else returns false and the full procedure decides (and
- * words the error), so this changes no outcome.
- */
-const isSoundTranscript = (input: ReadonlyArray<unknown>): boolean => {
-  // The guards' per-role checks are called directly (one role read, no dispatch): on a resumed
-  // run this loop runs mostly unoptimized, where every call and property read counts.
-  try {
-    const length = input.length
-    let i = 0
-    while (i < length) {
-      const message = input[i++]
-      if (typeof message !== "object" || message === null || Array.isArray(message)) return false
-      const role = (message as Obj).role
-      if (role === "user") {
-        if (!isUserFields(message as Obj)) return false
-        continue
-      }
-      if (role !== "assistant" || !isAssistantFields(message as Obj)) return false
-      const content = (message as AssistantMessage).content
-      let calls = 0
-      for (let p = 0; p < content.length; p++) {
-        const part = content[p]!
-        if (part.type !== "toolCall") continue
-        if (++calls > 8) return false
-        const id = part.id
-        for (let q = 0; q < p; q++) {
-          const other = content[q]!
-          if (other.type === "toolCall" && other.id === id) return false
-        }
-        const result = input[i++]
-        if (
-          typeof result !== "object" || result === null || Array.isArray(result) ||
-          (result as Obj).role !== "toolResult" || !isToolResultFields(result as Obj) ||
-          (result as ToolResultMessage).toolCallId !== id || (result as ToolResultMessage).toolName !== part.name
-        ) return false
-      }
-      // a result after the block is out of place (the next pass guards the message itself)
-      const next = input[i] as { readonly role?: unknown } | null | undefined
-      if (typeof next === "object" && next !== null && next.role === "toolResult") return false
-    }
-    return true
-  } catch {
-    // a value whose reading throws: the full procedure reports it
-    return false
-  }
-}
-
-/**
  * Checks and repairs the input transcript (SPEC §5):
  *
  * - every message must decode with the `Message` schema;
@@ -206,11 +149,11 @@ const isSoundTranscript = (input: ReadonlyArray<unknown>): boolean => {
  */
 export const prepareTranscript = (input: ReadonlyArray<unknown>): Checked<Array<Message>> => {
   // (a plain array only: `slice` would keep the class of an Array subclass)
-  if (Object.getPrototypeOf(input) === Array.prototype && isSoundTranscript(input)) {
+  if (Object.getPrototypeOf(input) === Array.prototype && isSoundTranscriptFast(input)) {
     return ok(input.slice() as Array<Message>)
   }
   for (let i = 0; i < input.length; i++) {
-    if (isMessageFast(input[i])) continue
+    if (isTrusted(input[i]) || isMessageFast(input[i])) continue
     const exit = decodeMessage(input[i])
     if (Exit.isFailure(exit)) return bad(`messages[${i}] is not a valid message: ${indent(issueText(exit))}`)
   }

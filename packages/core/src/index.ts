@@ -29,6 +29,7 @@ export * from "./ToolExecution.ts"
 export * from "./Transcript.ts"
 export * from "./Turn.ts"
 export * from "./Persistence.ts"
+export * from "./SessionRecord.ts"
 
 /**
  * Policies as a namespace: `Policy.allow`, `Policy.deny(reason)`, `Policy.ask`, `Policy.decide`.

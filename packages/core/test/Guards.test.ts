@@ -1,12 +1,20 @@
 /**
  * The loop's fast structural guards (internal/guards.ts) stand in for the effect schemas on the
- * hot path. Their contract: a guard accepts a value only if the schema decodes it. This
- * differential test generates valid values, then perturbs them (a key dropped, a wrong type, an
- * explicit undefined, NaN, an empty id, an extra key, a wrong tag), and checks the contract on
- * every one. It also checks that valid values are accepted (otherwise the fast path is useless).
+ * hot path. The message schemas in Message.ts are the one definition of a message's shape; the
+ * guards are a hand-written shortcut held to them here, generatively:
+ *
+ * - the valid values come from the schemas themselves (`Arbitrary.schema`, effect's derivation
+ *   of generators from a schema), so a field added to a schema is generated at once;
+ * - each is then perturbed (a key dropped, a wrong type, an explicit undefined, NaN, an empty id,
+ *   an extra key, a wrong tag, somewhere inside), and
+ * - on every value, valid or perturbed, a message guard says yes exactly when the schema decodes
+ *   it: no invalid message is fast-accepted, no valid one is sent the slow way.
+ *
+ * The guards of the run's settings and tool definitions only promise the first half (they leave
+ * rare shapes to the schema), so they are checked in that direction on hand-made generators.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Exit, Schema } from "effect"
+import { Arbitrary, Effect, Exit, Schema } from "effect"
 import * as fc from "fast-check"
 import { AssistantMessage, Message, RunSettings, ToolDefinition, ToolResultMessage } from "@agentloop/core"
 import {
@@ -17,51 +25,7 @@ import {
   isToolResultMessageFast
 } from "../src/internal/guards.ts"
 
-const text = fc.record({ type: fc.constant("text"), text: fc.string() })
-const image = fc.record({ type: fc.constant("image"), data: fc.string(), mimeType: fc.string() })
-const thinking = fc.record(
-  { type: fc.constant("thinking"), thinking: fc.string(), signature: fc.string(), redacted: fc.boolean() },
-  { requiredKeys: ["type", "thinking"] }
-)
 const id = fc.string({ minLength: 1, maxLength: 6 })
-const toolCall = fc.record({
-  type: fc.constant("toolCall"),
-  id,
-  name: id,
-  arguments: fc.dictionary(fc.string({ maxLength: 3 }), fc.jsonValue({ maxDepth: 1 }))
-})
-const usage = fc.record(
-  { input: fc.nat(), output: fc.nat(), cacheRead: fc.nat(), cacheWrite: fc.nat(), cost: fc.double({ min: 0, max: 10, noNaN: true }) },
-  { requiredKeys: ["input", "output"] }
-)
-const user = fc.record(
-  { role: fc.constant("user"), content: fc.oneof(fc.string(), fc.array(fc.oneof(text, image))), timestamp: fc.nat() },
-  { requiredKeys: ["role", "content"] }
-)
-const assistant = fc.record(
-  {
-    role: fc.constant("assistant"),
-    content: fc.array(fc.oneof(text, thinking, toolCall), { maxLength: 4 }),
-    stopReason: fc.constantFrom("stop", "toolUse", "length", "error", "aborted"),
-    errorMessage: fc.string(),
-    usage,
-    model: fc.string(),
-    timestamp: fc.nat()
-  },
-  { requiredKeys: ["role", "content", "stopReason"] }
-)
-const toolResult = fc.record(
-  {
-    role: fc.constant("toolResult"),
-    toolCallId: id,
-    toolName: id,
-    content: fc.array(fc.oneof(text, image), { maxLength: 3 }),
-    details: fc.jsonValue({ maxDepth: 1 }),
-    isError: fc.boolean(),
-    timestamp: fc.nat()
-  },
-  { requiredKeys: ["role", "toolCallId", "toolName", "content", "isError"] }
-)
 const definition = fc.record(
   {
     name: id,
@@ -122,17 +86,70 @@ const perturb = (value: unknown, rng: Rng): unknown => {
   return oddValues[rng.nextInt(0, oddValues.length - 1)]
 }
 
-const cases = [
-  { name: "Message", arb: fc.oneof(user, assistant, toolResult), schema: Message, guard: isMessageFast },
-  { name: "AssistantMessage", arb: assistant, schema: AssistantMessage, guard: isAssistantMessageFast },
-  { name: "ToolResultMessage", arb: toolResult, schema: ToolResultMessage, guard: isToolResultMessageFast },
+const decoder = (schema: Schema.Top) => {
+  const decode = Schema.decodeUnknownExit(schema as Schema.Decoder<unknown>)
+  return (u: unknown) => Exit.isSuccess(decode(u))
+}
+
+/** Values generated from `schema` itself: deterministic (a fixed seed), of growing size. */
+const samplesOf = <S extends Schema.Top>(schema: S, count: number): ReadonlyArray<unknown> =>
+  Effect.runSync(Arbitrary.sampleEffect(Arbitrary.schema(schema as Schema.Constraint), { count, seed: 22, size: 6 }))
+
+const exact = [
+  { name: "Message", schema: Message, guard: isMessageFast },
+  { name: "AssistantMessage", schema: AssistantMessage, guard: isAssistantMessageFast },
+  { name: "ToolResultMessage", schema: ToolResultMessage, guard: isToolResultMessageFast }
+] as const
+
+describe("the message guards accept exactly what the message schemas decode", () => {
+  for (const c of exact) {
+    it(`${c.name}: on values derived from the schema and on perturbations of them`, () => {
+      const decodes = decoder(c.schema)
+      const guard = c.guard as (u: unknown) => boolean
+      let perturbed = 0
+      let rejected = 0
+      samplesOf(c.schema, 1500).forEach((value, n) => {
+        assert.isTrue(decodes(value), "the schema's generator makes valid values")
+        assert.isTrue(guard(value), `the guard accepts a valid value: ${JSON.stringify(value)}`)
+        const rng = makeRng(n)
+        let mutated: unknown = value
+        for (let i = 0; i < 4; i++) {
+          mutated = perturb(mutated, rng)
+          const valid = decodes(mutated)
+          perturbed++
+          if (!valid) rejected++
+          assert.strictEqual(guard(mutated), valid, `guard and schema differ on ${JSON.stringify(mutated)}`)
+        }
+      })
+      // the perturbations reach both sides of the line
+      assert.isAbove(rejected, perturbed / 4)
+      assert.isBelow(rejected, perturbed)
+    })
+  }
+
+  it("Message: values of the other roles' schemas, messages of the wrong role", () => {
+    const decodes = decoder(AssistantMessage)
+    for (const value of samplesOf(Message, 500)) {
+      assert.strictEqual(isAssistantMessageFast(value), decodes(value))
+      assert.strictEqual(isToolResultMessageFast(value), decoder(ToolResultMessage)(value))
+    }
+  })
+
+  it("a value whose reading throws is not fast-accepted (the schema then reports it)", () => {
+    const throwing = { role: "user", get content(): string { throw new Error("boom") } }
+    assert.isFalse(isMessageFast(throwing))
+    assert.isFalse(isMessageFast(new Proxy({}, { get: () => { throw new Error("boom") } })))
+  })
+})
+
+const oneWay = [
   { name: "Array(ToolDefinition)", arb: fc.array(definition, { maxLength: 3 }), schema: Schema.Array(ToolDefinition), guard: isToolDefinitionsFast },
   { name: "RunSettings", arb: settings, schema: RunSettings, guard: isRunSettingsFast }
 ] as const
 
-describe("fast guards agree with the schemas", () => {
-  for (const c of cases) {
-    const decodes = (u: unknown) => Exit.isSuccess(Schema.decodeUnknownExit(c.schema as Schema.Decoder<unknown>)(u))
+describe("the settings guards never accept what the schema rejects", () => {
+  for (const c of oneWay) {
+    const decodes = decoder(c.schema)
     it(`${c.name}: valid values pass both; a guard never accepts what the schema rejects`, () => {
       fc.assert(
         fc.property(c.arb, fc.integer(), (value, seed) => {

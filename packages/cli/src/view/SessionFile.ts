@@ -2,89 +2,15 @@
  * Reading a session file (`.agentloop/sessions/<id>.jsonl`): one JSON object per line, either a
  * transcript `Message` (it has `role`) or an application record (it has `type`). A torn last line
  * (a process killed mid-write) is ignored; any other line that is not a message or a known record
- * is kept as a problem to show, never a failure, so a damaged file still renders.
+ * is kept as a problem to show, never a failure, so a damaged file still renders. Messages decode
+ * with core's `Message` schema and records with core's `SessionRecord`, the schemas the CLI writes
+ * them with.
  *
  * @since 0.1.0
  */
 import { Exit, Schema } from "effect"
-import { Message, RunReason, Usage } from "@agentloop/core"
-
-const At = Schema.Finite
-
-/**
- * The first line of a session: who, where and with what model.
- *
- * @since 0.1.0
- * @category schemas
- */
-export const SessionHeader = Schema.Struct({
-  type: Schema.Literal("session"),
-  at: At,
-  version: Schema.optionalKey(Schema.Finite),
-  id: Schema.optionalKey(Schema.String),
-  cwd: Schema.optionalKey(Schema.String),
-  provider: Schema.optionalKey(Schema.String),
-  model: Schema.optionalKey(Schema.String),
-  systemPrompt: Schema.optionalKey(Schema.String)
-})
-/**
- * @since 0.1.0
- * @category models
- */
-export type SessionHeader = typeof SessionHeader.Type
-
-/**
- * Every application record of a session file (see the session format: `run_start`, `turn_start`,
- * `tool_start`, `tool_end`, `approval`, `compaction`, `model` (a switch of model), `run_end`, and the
- * `session` header).
- *
- * @since 0.1.0
- * @category schemas
- */
-export const SessionRecord = Schema.Union([
-  SessionHeader,
-  Schema.Struct({ type: Schema.Literal("run_start"), at: At, prompt: Schema.optionalKey(Schema.String) }),
-  Schema.Struct({ type: Schema.Literal("turn_start"), at: At, step: Schema.optionalKey(Schema.Finite) }),
-  Schema.Struct({ type: Schema.Literal("tool_start"), at: At, toolCallId: Schema.String, name: Schema.String }),
-  Schema.Struct({
-    type: Schema.Literal("tool_end"),
-    at: At,
-    toolCallId: Schema.String,
-    isError: Schema.optionalKey(Schema.Boolean)
-  }),
-  Schema.Struct({
-    type: Schema.Literal("approval"),
-    at: At,
-    toolCallId: Schema.String,
-    name: Schema.optionalKey(Schema.String),
-    decision: Schema.Literals(["approved", "denied", "always"]),
-    by: Schema.optionalKey(Schema.String),
-    reason: Schema.optionalKey(Schema.String),
-    askedAt: Schema.optionalKey(At)
-  }),
-  Schema.Struct({
-    type: Schema.Literal("compaction"),
-    at: At,
-    summarized: Schema.optionalKey(Schema.Finite),
-    kept: Schema.optionalKey(Schema.Finite),
-    summary: Schema.optionalKey(Message),
-    usage: Schema.optionalKey(Usage)
-  }),
-  Schema.Struct({ type: Schema.Literal("model"), at: At, model: Schema.String }),
-  Schema.Struct({
-    type: Schema.Literal("run_end"),
-    at: At,
-    reason: RunReason,
-    steps: Schema.optionalKey(Schema.Finite),
-    error: Schema.optionalKey(Schema.String),
-    usage: Schema.optionalKey(Usage)
-  })
-])
-/**
- * @since 0.1.0
- * @category models
- */
-export type SessionRecord = typeof SessionRecord.Type
+import { decodeSessionRecord, Message } from "@agentloop/core"
+import type { SessionRecord, TranscriptRecord } from "@agentloop/core"
 
 /**
  * One line of a session file, as read: a message, a record, or a line that is neither (with why).
@@ -99,7 +25,6 @@ export type SessionLine =
   | { readonly _tag: "Problem"; readonly line: number; readonly problem: string }
 
 const decodeMessage = Schema.decodeUnknownExit(Message)
-const decodeRecord = Schema.decodeUnknownExit(SessionRecord)
 
 const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -111,11 +36,13 @@ const parseJson = (text: string): { readonly ok: true; readonly value: unknown }
   }
 }
 
+/** The first lines of the schema's words, short enough for the page. */
+const shortText = (text: string): string => text.split("\n").slice(0, 3).join(" ").slice(0, 300)
+
 const issueText = (exit: Exit.Exit<unknown, Schema.SchemaError>): string => {
   if (Exit.isSuccess(exit)) return ""
   const reason = exit.cause.reasons.find((r) => r._tag === "Fail")
-  const text = reason !== undefined && reason._tag === "Fail" ? reason.error.message : "invalid value"
-  return text.split("\n").slice(0, 3).join(" ").slice(0, 300)
+  return shortText(reason !== undefined && reason._tag === "Fail" ? reason.error.message : "invalid value")
 }
 
 /**
@@ -154,25 +81,14 @@ export const parseSessionText = (text: string): Array<SessionLine> => {
       return
     }
     if (typeof value.type === "string") {
-      if (!knownTypes.has(value.type)) return
-      const exit = decodeRecord(value)
-      if (Exit.isSuccess(exit)) out.push({ _tag: "Record", line, record: exit.value })
-      else out.push({ _tag: "Problem", line, problem: `not a valid "${value.type}" record: ${issueText(exit)}` })
+      const decoded = decodeSessionRecord(value as TranscriptRecord)
+      // a type this reader does not know: skipped
+      if (decoded === undefined) return
+      if (decoded.ok) out.push({ _tag: "Record", line, record: decoded.record })
+      else out.push({ _tag: "Problem", line, problem: `not a valid "${value.type}" record: ${shortText(decoded.error)}` })
       return
     }
     out.push({ _tag: "Problem", line, problem: "neither a message (role) nor a record (type)" })
   })
   return out
 }
-
-const knownTypes = new Set([
-  "session",
-  "run_start",
-  "turn_start",
-  "tool_start",
-  "tool_end",
-  "approval",
-  "compaction",
-  "model",
-  "run_end"
-])

@@ -9,9 +9,9 @@
  *
  * @since 0.1.0
  */
-import { pairingViolations, subAgentRunOf, toolCallsOf } from "@agentloop/core"
-import type { AssistantMessage, Message, RunReason, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
-import type { SessionHeader, SessionLine } from "./SessionFile.ts"
+import { addUsage, pairingViolations, subAgentRunOf, toolCallsOf } from "@agentloop/core"
+import type { AssistantMessage, Message, RunReason, SessionHeader, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
+import type { SessionLine } from "./SessionFile.ts"
 
 /**
  * How a tool call ended, as the viewer shows it.
@@ -292,14 +292,6 @@ const maxOverlap = (lanes: ReadonlyArray<Lane>): number => {
     max = Math.max(max, open)
   }
   return max
-}
-
-const addUsage = (totals: { input: number; output: number; cacheRead: number; cacheWrite: number; cost: number | undefined }, usage: Usage) => {
-  totals.input += usage.input
-  totals.output += usage.output
-  totals.cacheRead += usage.cacheRead ?? 0
-  totals.cacheWrite += usage.cacheWrite ?? 0
-  if (usage.cost !== undefined) totals.cost = (totals.cost ?? 0) + usage.cost
 }
 
 /** Sub-agents nested deeper than this are not expanded (a transcript is data: it may be anything). */
@@ -600,20 +592,20 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
     })
   }
 
-  const totals = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: undefined as number | undefined }
+  let usage: Usage | undefined
   let turns = 0
   let toolCalls = 0
   let toolErrors = 0
   for (const owner of runs) {
-    for (const compaction of owner.compactions) if (compaction.usage !== undefined) addUsage(totals, compaction.usage)
+    for (const compaction of owner.compactions) usage = addUsage(usage, compaction.usage)
     for (const t of owner.turns) {
       turns++
-      if (t.usage !== undefined) addUsage(totals, t.usage)
+      usage = addUsage(usage, t.usage)
       for (const lane of t.lanes) {
         toolCalls++
         if (lane.status !== "ok") toolErrors++
         // a sub-agent's usage (its own sub-agents' included) is not in the parent's turns
-        if (lane.subAgent?.usage !== undefined) addUsage(totals, lane.subAgent.usage)
+        usage = addUsage(usage, lane.subAgent?.usage)
       }
     }
   }
@@ -621,7 +613,17 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
   return {
     header,
     runs,
-    totals: { runs: runs.length, turns, toolCalls, toolErrors, ...totals },
+    totals: {
+      runs: runs.length,
+      turns,
+      toolCalls,
+      toolErrors,
+      input: usage?.input ?? 0,
+      output: usage?.output ?? 0,
+      cacheRead: usage?.cacheRead ?? 0,
+      cacheWrite: usage?.cacheWrite ?? 0,
+      cost: usage?.cost
+    },
     invariants: checkSession(runs, messages, timingViolations, lines),
     problems,
     startedAt: header?.at ?? firstAt,

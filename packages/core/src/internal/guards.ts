@@ -4,16 +4,21 @@
  * `Schema` costs about a microsecond per message (most of a resumed run's time on a long
  * transcript). Not part of the public API.
  *
- * Each guard accepts a value only if the corresponding schema in Message.ts decodes it; it may
- * reject a value the schema accepts (then the caller decodes with the schema, which decides and
- * words the error), never the other way round. So they mirror the schemas exactly where they
- * accept: an object is a non-null non-array object, a key is present when `key in value` (the
- * schema's rule), extra keys are ignored, an optional key present with `undefined` is rejected,
- * numbers are finite, identifiers and tool names non-empty. Anything that throws while being read
- * (a getter) is left to the schema. Keep them in step with Message.ts.
+ * This is a shortcut beside the real thing, and the only one: the schemas in Message.ts define a
+ * message's shape, and nothing else in the packages restates it. Each message guard accepts a
+ * value exactly when the corresponding schema decodes it; when it says no, the caller decodes with
+ * the schema, which words the error. Guards.test.ts holds them to that on values generated from
+ * the schemas themselves and on perturbations of them (both directions), and
+ * Transcript.soundPath.test.ts holds `isSoundTranscriptFast` to `prepareTranscript`'s schema
+ * check. So they mirror the schemas: an object is a non-null non-array object, a key is present
+ * when `key in value` (the schema's rule), extra keys are ignored, an optional key present with
+ * `undefined` is rejected, numbers are finite, identifiers and tool names non-empty. Anything that
+ * throws while being read (a getter) is left to the schema. A change to a schema in Message.ts
+ * that these do not follow fails those tests.
  */
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
+import { isTrusted } from "./trusted.ts"
 
 /**
  * A non-null non-array object, read by known names.
@@ -233,6 +238,75 @@ export const isToolResultMessageFast = (u: unknown): u is ToolResultMessage => {
   try {
     return isObject(u) && u.role === "toolResult" && isToolResultFields(u)
   } catch {
+    return false
+  }
+}
+
+/**
+ * The common case of `prepareTranscript` in one allocation-free pass: every message passes its
+ * fast guard, no result is out of place, and each assistant message (of at most 8 calls, with
+ * distinct ids) is followed by exactly its results, in call order, naming the right tool. Then
+ * the transcript needs no repair. Anything else returns false and the full procedure decides (and
+ * words the error), so this changes no outcome. Transcript.soundPath.test.ts compares it with the
+ * schema.
+ *
+ * @internal
+ */
+export const isSoundTranscriptFast = (input: ReadonlyArray<unknown>): boolean => {
+  // The guards' per-role checks are called directly (one role read, no dispatch): on a resumed
+  // run this loop runs mostly unoptimized, where every call and property read counts.
+  try {
+    const length = input.length
+    let i = 0
+    // Messages this loop appended were checked then and are frozen (internal/trusted.ts): they
+    // need no guard. Looking costs about as much as guarding a small message, so it is done only
+    // where it pays: never for user messages (their guard is about one read), and only while the
+    // transcript looks like the loop's own. The first assistant message decides: trusted, the
+    // brand is looked for on every assistant message and result; not (a file, a history built by
+    // hand), every message is guarded as it always was. Either way each message is checked or
+    // trusted, so this decides only the cost.
+    let lookForTrust = true
+    let decided = false
+    while (i < length) {
+      const message = input[i++]
+      if (typeof message !== "object" || message === null || Array.isArray(message)) return false
+      const role = (message as Obj).role
+      if (role === "user") {
+        if (!isUserFields(message as Obj)) return false
+        continue
+      }
+      if (role !== "assistant") return false
+      const trusted: boolean = lookForTrust && isTrusted(message)
+      if (!decided) {
+        decided = true
+        lookForTrust = trusted
+      }
+      if (!trusted && !isAssistantFields(message as Obj)) return false
+      const content = (message as AssistantMessage).content
+      let calls = 0
+      for (let p = 0; p < content.length; p++) {
+        const part = content[p]!
+        if (part.type !== "toolCall") continue
+        if (++calls > 8) return false
+        const id = part.id
+        for (let q = 0; q < p; q++) {
+          const other = content[q]!
+          if (other.type === "toolCall" && other.id === id) return false
+        }
+        const result = input[i++]
+        if (
+          typeof result !== "object" || result === null || Array.isArray(result) ||
+          (result as Obj).role !== "toolResult" || (!(lookForTrust && isTrusted(result)) && !isToolResultFields(result as Obj)) ||
+          (result as ToolResultMessage).toolCallId !== id || (result as ToolResultMessage).toolName !== part.name
+        ) return false
+      }
+      // a result after the block is out of place (the next pass guards the message itself)
+      const next = input[i] as { readonly role?: unknown } | null | undefined
+      if (typeof next === "object" && next !== null && next.role === "toolResult") return false
+    }
+    return true
+  } catch {
+    // a value whose reading throws: the full procedure reports it
     return false
   }
 }

@@ -37,6 +37,7 @@ import type { SinkCallback } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
 import { makeAnswerState, nameTaken, overLimit, repairAfterText, startTurn } from "./output.ts"
+import { trust } from "./trusted.ts"
 import type { AnswerState } from "./output.ts"
 import { DEFAULT_OUTPUT_RETRIES, isAcceptedAnswer, toOutputSchema } from "../Output.ts"
 
@@ -75,7 +76,7 @@ const addUsage = (state: RunState, usage: Usage | undefined) => {
  */
 const appendResults = (state: RunState, results: ReadonlyArray<ToolResultMessage>) => {
   for (const result of results) {
-    state.transcript.push(result)
+    state.transcript.push(trust(result))
     if (result.details !== undefined) addUsage(state, subAgentUsageOf(result.details))
   }
   state.unanswered = []
@@ -174,7 +175,7 @@ const appendUserMessages = (
   kind: "steering" | "followUp" | "repair"
 ) =>
   Effect.uninterruptible(Effect.suspend(() => {
-    for (const message of messages) state.transcript.push(message)
+    for (const message of messages) state.transcript.push(trust(message))
     return Effect.forEach(messages, (message) => emit({ type: "user_message", message, kind }), { discard: true })
   }))
 
@@ -383,7 +384,7 @@ const drive = (
       const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
       // appending the message and announcing it happen together, or not at all
       yield* changeAndEmit(emit, () => {
-        state.transcript.push(message)
+        state.transcript.push(trust(message))
         state.unanswered = calls
         addUsage(state, message.usage)
       }, { type: "assistant_message", message })

@@ -1,0 +1,297 @@
+/**
+ * The records of a session file (`.agentloop/sessions/<id>.jsonl`, written by the `agentloop`
+ * CLI): the one schema of every line with a `type`, which the CLI writes with and which the CLI,
+ * the session viewer and anything else that reads a session decode with. A session file is a
+ * transcript file (see Persistence.ts) whose application records are these: `parseTranscript`
+ * returns them in `records`, and `sessionRecordsOf` decodes them.
+ *
+ * Every record has `type` and `at` (epoch milliseconds). The format has been stable since 0.1
+ * (header `version: 1`); a reader skips a record of a type it does not know (a newer writer may
+ * add some) and extra fields are ignored, so files written by 0.1 and by later versions load.
+ * The schemas say what a reader may find, so the fields that early or hand-made files lack are
+ * optional here even where today's CLI always writes them (the README's "Session files" lists
+ * what it writes); a writer states its records with these types.
+ *
+ * @since 0.1.0
+ */
+import { Exit, Schema } from "effect"
+import { RunReason } from "./LoopEvent.ts"
+import { Usage, UserMessage } from "./Message.ts"
+import type { TranscriptRecord } from "./Persistence.ts"
+
+const At = Schema.Finite.annotate({ description: "epoch milliseconds" })
+
+/**
+ * The first line of a session: who, where and with what model.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SessionHeader = Schema.Struct({
+  type: Schema.Literal("session"),
+  at: At,
+  version: Schema.optionalKey(Schema.Finite),
+  id: Schema.optionalKey(Schema.String),
+  cwd: Schema.optionalKey(Schema.String),
+  provider: Schema.optionalKey(Schema.String),
+  model: Schema.optionalKey(Schema.String),
+  systemPrompt: Schema.optionalKey(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type SessionHeader = typeof SessionHeader.Type
+
+/**
+ * A run begins (a prompt; its user message follows as a message line). `runId` names a durable run.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RunStartRecord = Schema.Struct({
+  type: Schema.Literal("run_start"),
+  at: At,
+  prompt: Schema.optionalKey(Schema.String),
+  runId: Schema.optionalKey(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RunStartRecord = typeof RunStartRecord.Type
+
+/**
+ * A model request is sent (the `step`-th of its run, from 1).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const TurnStartRecord = Schema.Struct({
+  type: Schema.Literal("turn_start"),
+  at: At,
+  step: Schema.optionalKey(Schema.Finite)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type TurnStartRecord = typeof TurnStartRecord.Type
+
+/**
+ * A tool call starts running.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolStartRecord = Schema.Struct({
+  type: Schema.Literal("tool_start"),
+  at: At,
+  toolCallId: Schema.String,
+  name: Schema.String
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolStartRecord = typeof ToolStartRecord.Type
+
+/**
+ * A tool call's result joined the transcript (the result follows as a message line).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ToolEndRecord = Schema.Struct({
+  type: Schema.Literal("tool_end"),
+  at: At,
+  toolCallId: Schema.String,
+  isError: Schema.optionalKey(Schema.Boolean)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ToolEndRecord = typeof ToolEndRecord.Type
+
+/**
+ * A durable run's call waits for an approval.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApprovalRequestRecord = Schema.Struct({
+  type: Schema.Literal("approval_request"),
+  at: At,
+  runId: Schema.String,
+  toolCallId: Schema.String,
+  name: Schema.String
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ApprovalRequestRecord = typeof ApprovalRequestRecord.Type
+
+/**
+ * Who decided an approval: `user` (asked at the terminal), `policy` (`--yes`, read-only, or an
+ * earlier `always`), `no-terminal` (no one to ask), `remote` (`agentloop approve` from another
+ * process), `timeout` (no answer within `--approval-timeout`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApprovalBy = Schema.Literals(["user", "policy", "no-terminal", "remote", "timeout"])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ApprovalBy = typeof ApprovalBy.Type
+
+/**
+ * A call was approved or denied. `askedAt` is when the question was put, for decisions that asked.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ApprovalRecord = Schema.Struct({
+  type: Schema.Literal("approval"),
+  at: At,
+  toolCallId: Schema.String,
+  name: Schema.optionalKey(Schema.String),
+  decision: Schema.Literals(["approved", "denied", "always"]),
+  by: Schema.optionalKey(ApprovalBy),
+  reason: Schema.optionalKey(Schema.String),
+  askedAt: Schema.optionalKey(At)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ApprovalRecord = typeof ApprovalRecord.Type
+
+/**
+ * The transcript's first `summarized` messages were replaced by `summary` for the model; `kept`
+ * messages stayed verbatim. `usage` is what the summarizing request cost.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CompactionRecord = Schema.Struct({
+  type: Schema.Literal("compaction"),
+  at: At,
+  summarized: Schema.optionalKey(Schema.Finite),
+  kept: Schema.optionalKey(Schema.Finite),
+  summary: Schema.optionalKey(UserMessage),
+  usage: Schema.optionalKey(Usage)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type CompactionRecord = typeof CompactionRecord.Type
+
+/**
+ * The model in use changed (`/model`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ModelSwitchRecord = Schema.Struct({ type: Schema.Literal("model"), at: At, model: Schema.String })
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ModelSwitchRecord = typeof ModelSwitchRecord.Type
+
+/**
+ * A run ended (one per run). `output` is the accepted final answer of a run with an output schema.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RunEndRecord = Schema.Struct({
+  type: Schema.Literal("run_end"),
+  at: At,
+  reason: RunReason,
+  steps: Schema.optionalKey(Schema.Finite),
+  error: Schema.optionalKey(Schema.String),
+  usage: Schema.optionalKey(Usage),
+  output: Schema.optionalKey(Schema.Unknown),
+  runId: Schema.optionalKey(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type RunEndRecord = typeof RunEndRecord.Type
+
+/**
+ * Every record of a session file.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const SessionRecord = Schema.Union([
+  SessionHeader,
+  RunStartRecord,
+  TurnStartRecord,
+  ToolStartRecord,
+  ToolEndRecord,
+  ApprovalRequestRecord,
+  ApprovalRecord,
+  CompactionRecord,
+  ModelSwitchRecord,
+  RunEndRecord
+])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type SessionRecord = typeof SessionRecord.Type
+
+/**
+ * The `type` of every session record, for telling a record of an unknown type (skipped) from a
+ * known one that does not decode.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const sessionRecordTypes: ReadonlySet<string> = new Set(
+  SessionRecord.members.map((member) => member.fields.type.literal)
+)
+
+const decodeRecord = Schema.decodeUnknownExit(SessionRecord)
+
+/**
+ * Decodes one record: the record, or the schema's words for what is wrong. `undefined` for a
+ * record whose `type` is not a session record's (a newer writer's: readers skip it).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeSessionRecord = (
+  record: TranscriptRecord
+): { readonly ok: true; readonly record: SessionRecord } | { readonly ok: false; readonly error: string } | undefined => {
+  if (!sessionRecordTypes.has(record.type)) return undefined
+  const exit = decodeRecord(record)
+  if (Exit.isSuccess(exit)) return { ok: true, record: exit.value }
+  const reason = exit.cause.reasons.find((r) => r._tag === "Fail")
+  return { ok: false, error: reason?._tag === "Fail" ? reason.error.message : "not a valid record" }
+}
+
+/**
+ * The session records among a transcript file's records (`LoadedTranscript.records`), decoded,
+ * in file order. Records of an unknown type and records that do not decode are left out.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const sessionRecordsOf = (records: ReadonlyArray<TranscriptRecord>): Array<SessionRecord> => {
+  const out: Array<SessionRecord> = []
+  for (const record of records) {
+    const decoded = decodeSessionRecord(record)
+    if (decoded !== undefined && decoded.ok) out.push(decoded.record)
+  }
+  return out
+}
