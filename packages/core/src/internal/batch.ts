@@ -2,25 +2,31 @@
  * One tool batch: every call of one assistant message answered exactly once, in call order,
  * whatever happens.
  *
- * - The policy is consulted before each call: denied calls get a skipped result (`denied`);
- *   `ask` emits an `approval_request` and waits for the caller's answer.
+ * - The policy is consulted before each call (the step `policy/<n>/<i>`): denied calls get a
+ *   skipped result (`denied`); `ask` asks the journal for an approval and waits for the answer; a
+ *   policy that fails answers its call with an error result (it does not run) and ends the run
+ *   `error` once the batch is answered.
+ * - Each call is the step `call/<n>/<i>`, whose value is the call's result.
  * - Calls run concurrently (up to `ToolConcurrency`), except `exclusive` tools, which run alone:
  *   calls before them finish first, calls after them start after them.
  * - A call over its time limit is interrupted and answered with a timeout error.
- * - An abort (`signal`) or an interruption of the run stops what is running or waiting; the
- *   finalizer answers every call left (interrupted, or skipped when it never started) before
- *   anything else can look at the results.
+ * - An abort (`signal`) stops what is running or waiting. In memory, the batch is stopped from
+ *   outside and its finalizer answers every call left (interrupted, or skipped when it never
+ *   started) before anything else can look at the results. With a journal that replays, each step
+ *   answers the abort itself, so its record says what happened.
  */
-import { Deferred, Duration, Effect, Fiber, Option } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
 import { batchStages, deniedResult, interruptedResult, runToolCall } from "../Batch.ts"
 import type { ExecutorShape } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
 import { decide } from "../Policy.ts"
 import type { ApprovalAnswer, ToolPolicy } from "../Policy.ts"
-import { skippedResult } from "../Transcript.ts"
-import { abortRunningCalls, awaitAbort, changeAndEmit, RunningCalls } from "./common.ts"
+import type { RunJournalShape } from "../RunJournal.ts"
+import { errorResult, skippedResult } from "../Transcript.ts"
+import { abortRunningCalls, awaitAbort, changeAndEmit, describeCause, RunningCalls } from "./common.ts"
 import type { Emit } from "./common.ts"
+import { CallRecord, PolicyRecord } from "./records.ts"
 
 /** What a batch needs from its run. */
 export interface BatchSettings {
@@ -28,6 +34,7 @@ export interface BatchSettings {
   readonly emit: Emit
   readonly signal: AbortSignal | undefined
   readonly policy: ToolPolicy | undefined
+  readonly journal: RunJournalShape
   /** Answers given with `always: true`, by tool name, for the whole run. */
   readonly remembered: Map<string, ApprovalAnswer>
   /** The executor's definitions by name, as read for the current turn. */
@@ -40,6 +47,8 @@ export interface BatchSettings {
   readonly traced: boolean
   /** The name of the run's final-answer tool, if it has an output schema: its calls skip the policy. */
   readonly finalAnswer: string | undefined
+  /** Brings the final-answer state up to a replayed call's result (a journal that replays). */
+  readonly replayAnswer: ((call: ToolCall) => Effect.Effect<void>) | undefined
 }
 
 /** The call's span, `agentloop.tool`, with its outcome. */
@@ -51,71 +60,136 @@ const traceCall = (call: ToolCall, ran: Effect.Effect<ToolResultMessage>) =>
     })
   )
 
+/** The policy's decision for a call, or how it failed (as data: a failure is the run's, not the batch's). */
+const decidePolicy = (policy: ToolPolicy, call: ToolCall, definition: ToolDefinition | undefined) =>
+  Effect.map(Effect.exit(decide(policy, call, definition)), (exit): PolicyRecord =>
+    Exit.isSuccess(exit) ?
+      exit.value :
+      { _tag: "Failed", error: `the run's policy failed on call "${call.id}" (${call.name}): ${describeCause(exit.cause)}` })
+
+/** The result of a call its policy could not decide: it does not run. */
+const policyFailedResult = (call: ToolCall, error: string): ToolResultMessage =>
+  errorResult(call, `Tool call was not executed because ${error}`, { skipped: true, reason: "policy-failed" })
+
+/** What comes of a call before it may start: it runs, or it is answered at once. */
+type Verdict = { readonly run: true } | { readonly run: false; readonly result: ToolResultMessage }
+const runs: Verdict = { run: true }
+const noReplay = () => Effect.void
+
 /**
- * Runs the batch and hands the results, in call order, to `onDone` (synchronously, in the
- * finalizer, so nothing can come between the last result and the transcript).
+ * Runs the batch of step `step` and hands the results, in call order, to `onDone` (synchronously,
+ * so nothing can come between the last result and the transcript). Returns the error of a policy
+ * that failed, if one did.
  */
 export const runBatch = (
   settings: BatchSettings,
+  step: number,
   calls: ReadonlyArray<ToolCall>,
   onDone: (results: ReadonlyArray<ToolResultMessage>) => void
-): Effect.Effect<void> => {
-  const { executor, emit, signal, policy, remembered, definitions } = settings
+): Effect.Effect<string | undefined> => {
+  const { executor, emit, signal, policy, remembered, definitions, journal } = settings
+  const replays = journal.replays
   const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
   const started: Array<boolean> = new Array(calls.length).fill(false)
+  let policyError: string | undefined
   // records the result and announces it, together (called only where the effect runs next)
-  const finish = (index: number, result: ToolResultMessage): Effect.Effect<void> =>
-    changeAndEmit(emit, () => {
+  const finish = (index: number, result: ToolResultMessage): Effect.Effect<ToolResultMessage> =>
+    Effect.as(changeAndEmit(emit, () => {
       results[index] = result
-    }, { type: "tool_end", result })
+    }, { type: "tool_end", result }), result)
 
-  const approved: ApprovalAnswer = { approved: true }
-  const approve = (call: ToolCall): Effect.Effect<ApprovalAnswer> =>
-    Effect.suspend(() => {
-      if (policy === undefined || call.name === settings.finalAnswer) return Effect.succeed({ approved: true })
-      return Effect.flatMap(decide(policy, call, definitions.get(call.name)), (decision) => {
-        if (decision._tag === "Allow") return Effect.succeed({ approved: true })
-        if (decision._tag === "Deny") return Effect.succeed({ approved: false, reason: decision.reason })
-        const known = remembered.get(call.name)
-        if (known !== undefined) return Effect.succeed(known)
-        const answer = Deferred.makeUnsafe<ApprovalAnswer>()
-        const limit = settings.approvalTimeout
-        const awaited = limit === undefined ? Deferred.await(answer) : Effect.flatMap(
-          Effect.timeoutOption(Deferred.await(answer), limit),
-          (given) =>
-            Option.isSome(given) ? Effect.succeed(given.value) : Effect.andThen(
-              // answer the request (a late answer from a UI is then ignored), unless one came just now
-              Deferred.succeed(answer, { approved: false, reason: "approval timed out" }),
-              Deferred.await(answer)
-            )
-        )
-        return emit({ type: "approval_request", call, id: call.id, answer }).pipe(
-          Effect.andThen(awaited),
-          Effect.tap((given) => Effect.sync(() => given.always === true && remembered.set(call.name, given)))
-        )
-      })
-    })
+  /** The verdict of the policy (and of the approval it may ask for) on call `index`. */
+  const verdictOf = (index: number, call: ToolCall): Effect.Effect<Verdict> =>
+    Effect.flatMap(
+      journal.step(
+        "policy",
+        step,
+        index,
+        PolicyRecord,
+        decidePolicy(policy!, call, definitions.get(call.name)),
+        noReplay
+      ),
+      (decision): Effect.Effect<Verdict> => {
+        switch (decision._tag) {
+          case "Allow":
+            return Effect.succeed(runs)
+          case "Deny":
+            return Effect.succeed({ run: false, result: deniedResult(call, decision.reason) })
+          case "Failed":
+            policyError ??= decision.error
+            return Effect.succeed({ run: false, result: policyFailedResult(call, decision.error) })
+          case "Ask": {
+            const known = remembered.get(call.name)
+            if (known !== undefined) return Effect.succeed(verdictOfAnswer(call, known))
+            return Effect.map(journal.approval(step, index, call, emit, settings.approvalTimeout), (outcome) => {
+              if (outcome._tag === "Aborted") return { run: false, result: skippedResult(call, "aborted") }
+              if (outcome.answer.always === true) remembered.set(call.name, outcome.answer)
+              return verdictOfAnswer(call, outcome.answer)
+            })
+          }
+        }
+      }
+    )
+
+  /** Call `index` as it runs: started, executed (an abort answers it at once with a journal that replays). */
+  const execute = (index: number, call: ToolCall, idempotencyKey: string | undefined): Effect.Effect<ToolResultMessage> => {
+    started[index] = true
+    const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
+    const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
+    const announced = emit({ type: "tool_start", call })
+    const execution = runToolCall(
+      executor,
+      call,
+      emit,
+      timeout,
+      idempotencyKey === undefined ? undefined : { idempotencyKey }
+    )
+    const stoppable = replays && signal !== undefined ?
+      Effect.raceFirst(execution, Effect.as(awaitAbort(signal), interruptedResult(call))) :
+      execution
+    // (a sink that took the event at once has nothing left to run)
+    const ran = announced === Effect.void ? stoppable : Effect.andThen(announced, stoppable)
+    return settings.traced ? traceCall(call, ran) : ran
+  }
+
+  /** The step of call `index`, once its verdict is known. */
+  const callStep = (index: number, call: ToolCall, verdict: Verdict): Effect.Effect<unknown> =>
+    journal.step(
+      "call",
+      step,
+      index,
+      CallRecord,
+      Effect.suspend((): Effect.Effect<ToolResultMessage> => {
+        if (!verdict.run) return finish(index, verdict.result)
+        if (signal?.aborted) return finish(index, skippedResult(call, "aborted"))
+        const claim = journal.claim
+        if (claim === undefined) return Effect.flatMap(execute(index, call, undefined), (result) => finish(index, result))
+        return Effect.flatMap(claim(step, index, call, definitions.get(call.name)), (claimed) => {
+          // a call found started before was running when its process died
+          if (signal?.aborted) {
+            return finish(index, claimed.again ? interruptedResult(call) : skippedResult(call, "aborted"))
+          }
+          if (claimed.again && claimed.atMostOnce) return finish(index, interruptedResult(call))
+          return Effect.flatMap(execute(index, call, claimed.idempotencyKey), (result) => finish(index, result))
+        })
+      }),
+      (result) => {
+        results[index] = result
+        return settings.replayAnswer !== undefined && call.name === settings.finalAnswer ?
+          settings.replayAnswer(call) :
+          Effect.void
+      }
+    )
 
   /** Runs call `index` (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
-  const oneNow = (index: number): Effect.Effect<void> => {
-    if (signal?.aborted) return Effect.void
+  const oneNow = (index: number): Effect.Effect<unknown> => {
+    if (!replays && signal?.aborted) return Effect.void
     const call = calls[index]!
-    const run = (answer: ApprovalAnswer): Effect.Effect<void> => {
-      if (!answer.approved) return finish(index, deniedResult(call, answer.reason))
-      if (signal?.aborted) return Effect.void
-      started[index] = true
-      const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
-      const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
-      const announced = emit({ type: "tool_start", call })
-      const execution = runToolCall(executor, call, emit, timeout)
-      // (a sink that took the event at once has nothing left to run)
-      const ran = announced === Effect.void ? execution : Effect.andThen(announced, execution)
-      return Effect.flatMap(settings.traced ? traceCall(call, ran) : ran, (result) => finish(index, result))
-    }
-    // without a policy every call is approved: no need to ask
-    return policy === undefined ? run(approved) : Effect.flatMap(approve(call), run)
+    // without a policy every call may run: no need to ask
+    if (policy === undefined || call.name === settings.finalAnswer) return callStep(index, call, runs)
+    return Effect.flatMap(verdictOf(index, call), (verdict) => callStep(index, call, verdict))
   }
-  const one = (index: number): Effect.Effect<void> => Effect.suspend(() => oneNow(index))
+  const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
 
   /**
    * The calls of a stage, concurrently, in a fiber of their own whose calls register their
@@ -151,24 +225,30 @@ export const runBatch = (
       (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage),
       { discard: true }
     )
-  const raced = signal === undefined ? batch : Effect.raceFirst(batch, awaitAbort(signal))
-  return Effect.ensuring(
-    raced,
-    Effect.suspend(() => {
-      const pending: Array<number> = []
-      for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
-      if (pending.length === 0) {
-        // every call answered (the usual ending): hand the results over now
-        onDone(results as Array<ToolResultMessage>)
-        return Effect.void
-      }
-      return Effect.andThen(
-        Effect.forEach(pending, (index) => {
-          const call = calls[index]!
-          return finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
-        }, { discard: true }),
-        Effect.sync(() => onDone(results as Array<ToolResultMessage>))
-      )
-    })
-  )
+  const raced = signal === undefined || replays ? batch : Effect.raceFirst(batch, awaitAbort(signal))
+  const answerLeft = Effect.suspend(() => {
+    const pending: Array<number> = []
+    for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
+    if (pending.length === 0) {
+      // every call answered (the usual ending): hand the results over now
+      onDone(results as Array<ToolResultMessage>)
+      return Effect.void
+    }
+    return Effect.andThen(
+      Effect.forEach(pending, (index) => {
+        const call = calls[index]!
+        return finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
+      }, { discard: true }),
+      Effect.sync(() => onDone(results as Array<ToolResultMessage>))
+    )
+  })
+  // with a journal that replays, an interruption is the engine suspending the run: nothing is
+  // answered now (the run is replayed, and each step answers for itself then)
+  const answered = replays ?
+    Effect.onExit(raced, (exit) => Exit.isSuccess(exit) ? answerLeft : Effect.void) :
+    Effect.ensuring(raced, answerLeft)
+  return Effect.map(answered, () => policyError)
 }
+
+const verdictOfAnswer = (call: ToolCall, answer: ApprovalAnswer): Verdict =>
+  answer.approved ? runs : { run: false, result: deniedResult(call, answer.reason) }
