@@ -10,6 +10,7 @@ import { prepareTranscript } from "@agentloop/core"
 import type { AgentRunResult, ApprovalAnswer, Message, UserMessage } from "@agentloop/core"
 import { DurableAgentRun } from "./DurableRun.ts"
 import { DurableStore } from "./DurableStore.ts"
+import { abortLocally } from "./internal/aborts.ts"
 import type { DurableStoreError, PendingApproval } from "./DurableStore.ts"
 
 /**
@@ -224,6 +225,8 @@ export const approve = (
  */
 export const abortRun = (runId: string): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
   Effect.gen(function*() {
+    // the process that runs it stops its turn or calls now; every other one reads it from the journal
+    abortLocally(runId)
     const executionId = yield* executionIdOf(runId)
     const deferred = DurableDeferred.make("agentloop/abort")
     yield* DurableDeferred.succeed(deferred, {

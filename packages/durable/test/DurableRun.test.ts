@@ -250,7 +250,7 @@ describe("abort, steering and follow-ups from outside", () => {
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
     }))
 
-  it.effect("abort during a batch: the running call finishes, calls not started are skipped, no new request", () =>
+  it.effect("abort during a batch reaches it as in memory: the running call is interrupted, calls not started are skipped, no new request", () =>
     Effect.gen(function*() {
       const gate = makeGatedTool("g")
       const probe = probeTool(echoTool("later"))
@@ -260,10 +260,13 @@ describe("abort, steering and follow-ups from outside", () => {
       const fiber = yield* runDurable({ runId: "ab2", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* gate.started("a")
       yield* abortRun("ab2").pipe(h.provide)
-      yield* gate.release("a")
       const result = yield* Fiber.join(fiber)
       assert.strictEqual(result.reason, "aborted")
-      assert.deepStrictEqual(texts(result), ["a:a done", "b:Tool call was not executed because the run was aborted."])
+      assert.deepStrictEqual(texts(result), [
+        "a:Tool call was interrupted before it finished.",
+        "b:Tool call was not executed because the run was aborted."
+      ])
+      assert.deepStrictEqual(results(result)[0]!.details, { interrupted: true })
       assert.strictEqual(yield* x.executions, 0)
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
     }))

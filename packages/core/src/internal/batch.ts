@@ -71,6 +71,8 @@ const decidePolicy = (policy: ToolPolicy, call: ToolCall, definition: ToolDefini
 const policyFailedResult = (call: ToolCall, error: string): ToolResultMessage =>
   errorResult(call, `Tool call was not executed because ${error}`, { skipped: true, reason: "policy-failed" })
 
+const allowed: PolicyRecord = { _tag: "Allow" }
+
 /** What comes of a call before it may start: it runs, or it is answered at once. */
 type Verdict = { readonly run: true } | { readonly run: false; readonly result: ToolResultMessage }
 const runs: Verdict = { run: true }
@@ -98,38 +100,31 @@ export const runBatch = (
       results[index] = result
     }, { type: "tool_end", result }), result)
 
-  /** The verdict of the policy (and of the approval it may ask for) on call `index`. */
-  const verdictOf = (index: number, call: ToolCall): Effect.Effect<Verdict> =>
-    Effect.flatMap(
-      journal.step(
-        "policy",
-        step,
-        index,
-        PolicyRecord,
-        decidePolicy(policy!, call, definitions.get(call.name)),
-        noReplay
-      ),
-      (decision): Effect.Effect<Verdict> => {
-        switch (decision._tag) {
-          case "Allow":
-            return Effect.succeed(runs)
-          case "Deny":
-            return Effect.succeed({ run: false, result: deniedResult(call, decision.reason) })
-          case "Failed":
-            policyError ??= decision.error
-            return Effect.succeed({ run: false, result: policyFailedResult(call, decision.error) })
-          case "Ask": {
-            const known = remembered.get(call.name)
-            if (known !== undefined) return Effect.succeed(verdictOfAnswer(call, known))
-            return Effect.map(journal.approval(step, index, call, emit, settings.approvalTimeout), (outcome) => {
-              if (outcome._tag === "Aborted") return { run: false, result: skippedResult(call, "aborted") }
-              if (outcome.answer.always === true) remembered.set(call.name, outcome.answer)
-              return verdictOfAnswer(call, outcome.answer)
-            })
-          }
-        }
+  /** The policy's decision on call `index` (the step `policy/<n>/<i>`). */
+  const decisionOf = (index: number, call: ToolCall): Effect.Effect<PolicyRecord> =>
+    journal.step("policy", step, index, PolicyRecord, decidePolicy(policy!, call, definitions.get(call.name)), noReplay)
+
+  /** The verdict on call `index` once its policy decided: at once, or after the approval it asks for. */
+  const verdictOf = (index: number, call: ToolCall, decision: PolicyRecord): Effect.Effect<Verdict> => {
+    switch (decision._tag) {
+      case "Allow":
+        return Effect.succeed(runs)
+      case "Deny":
+        return Effect.succeed({ run: false, result: deniedResult(call, decision.reason) })
+      case "Failed":
+        policyError ??= decision.error
+        return Effect.succeed({ run: false, result: policyFailedResult(call, decision.error) })
+      case "Ask": {
+        const known = remembered.get(call.name)
+        if (known !== undefined) return Effect.succeed(verdictOfAnswer(call, known))
+        return Effect.map(journal.approval(step, index, call, emit, settings.approvalTimeout), (outcome) => {
+          if (outcome._tag === "Aborted") return { run: false, result: skippedResult(call, "aborted") }
+          if (outcome.answer.always === true) remembered.set(call.name, outcome.answer)
+          return verdictOfAnswer(call, outcome.answer)
+        })
       }
-    )
+    }
+  }
 
   /** Call `index` as it runs: started, executed (an abort answers it at once with a journal that replays). */
   const execute = (index: number, call: ToolCall, idempotencyKey: string | undefined): Effect.Effect<ToolResultMessage> => {
@@ -181,27 +176,26 @@ export const runBatch = (
       }
     )
 
-  /** Runs call `index` (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
+  /** Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
   const oneNow = (index: number): Effect.Effect<unknown> => {
     if (!replays && signal?.aborted) return Effect.void
-    const call = calls[index]!
-    // without a policy every call may run: no need to ask
-    if (policy === undefined || call.name === settings.finalAnswer) return callStep(index, call, runs)
-    return Effect.flatMap(verdictOf(index, call), (verdict) => callStep(index, call, verdict))
+    return callStep(index, calls[index]!, runs)
   }
   const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
 
   /**
-   * The calls of a stage, concurrently, in a fiber of their own whose calls register their
-   * controllers in `running` and run in the fibers `forEach` gives them (see runToolCall): when
-   * the stage is interrupted (an abort, the run's interruption), every running call's signal fires
-   * first, then the fiber and its calls are interrupted. So a tool's signal fires before its own
-   * interrupt finalizers with one fiber per call instead of two.
+   * The calls of a stage, concurrently (`run(k)` for each `k` below `count`), in a fiber of their
+   * own whose calls register their controllers in `running` and run in the fibers `forEach` gives
+   * them (see runToolCall): when the stage is interrupted (an abort, the run's interruption),
+   * every running call's signal fires first, then the fiber and its calls are interrupted. So a
+   * tool's signal fires before its own interrupt finalizers with one fiber per call instead of
+   * two. (With a journal that replays, each call's step runs where its engine runs it: no registry.)
    */
-  const concurrently = (stage: ReadonlyArray<number>): Effect.Effect<void> => {
+  const concurrently = (items: ReadonlyArray<number>, run: (item: number) => Effect.Effect<unknown>): Effect.Effect<void> => {
+    if (replays) return Effect.forEach(items, run, { concurrency: settings.concurrency, discard: true })
     const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
     const stageCalls = Effect.provideService(
-      Effect.forEach(stage, oneNow, { concurrency: settings.concurrency, discard: true }),
+      Effect.forEach(items, run, { concurrency: settings.concurrency, discard: true }),
       RunningCalls,
       running
     )
@@ -217,12 +211,39 @@ export const runBatch = (
     )
   }
 
+  /**
+   * A stage with a policy: first the policy's decision on each of its calls, then the calls, those
+   * that ask for an approval last (so the calls that need no answer are running before an approval
+   * parks: a durable engine suspends the run once every branch waits and no step is in flight).
+   */
+  const decidedStage = (stage: ReadonlyArray<number>): Effect.Effect<unknown> =>
+    Effect.flatMap(
+      Effect.forEach(stage, (index): Effect.Effect<PolicyRecord | undefined> => {
+        if (!replays && signal?.aborted) return Effect.succeed(undefined)
+        const call = calls[index]!
+        return call.name === settings.finalAnswer ? Effect.succeed(allowed) : decisionOf(index, call)
+      }, { concurrency: settings.concurrency }),
+      (decisions) => {
+        const order = stage.map((index, k) => ({ index, decision: decisions[k] }))
+          .sort((a, b) => Number(a.decision?._tag === "Ask") - Number(b.decision?._tag === "Ask"))
+        const go = (k: number): Effect.Effect<unknown> => {
+          const { decision, index } = order[k]!
+          if (decision === undefined || (!replays && signal?.aborted)) return Effect.void
+          const call = calls[index]!
+          return Effect.flatMap(verdictOf(index, call, decision), (verdict) => callStep(index, call, verdict))
+        }
+        return order.length === 1 ? Effect.suspend(() => go(0)) : concurrently(order.map((_, k) => k), go)
+      }
+    )
+
   // a batch of one call runs in the run's own fiber (forking one child to join it at once buys nothing)
-  const batch = calls.length === 1 ?
+  const batch = policy !== undefined ?
+    Effect.forEach(batchStages(calls, definitions), decidedStage, { discard: true }) :
+    calls.length === 1 ?
     one(0) :
     Effect.forEach(
       batchStages(calls, definitions),
-      (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage),
+      (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage, oneNow),
       { discard: true }
     )
   const raced = signal === undefined || replays ? batch : Effect.raceFirst(batch, awaitAbort(signal))
