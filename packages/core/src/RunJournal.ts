@@ -99,6 +99,11 @@ export interface RunJournalShape {
    */
   readonly timeLeft: (limit: Duration.Duration) => Effect.Effect<Duration.Duration>
   /**
+   * Runs what belongs to call `index` of step `step` but is not one of its steps (the batch
+   * answering a call the abort stopped): not journaled, its events are the step's.
+   */
+  readonly within: <A>(step: number, index: number, effect: Effect.Effect<A>) => Effect.Effect<A>
+  /**
    * Claims the start of call `index` of step `step`, inside its step, right before it runs
    * (`undefined`: every call simply runs, as in memory): the idempotency key the call runs with,
    * whether it was claimed before (it was running when its process died) and whether it must then
@@ -147,6 +152,7 @@ export const memoryJournal: RunJournalShape = {
     return Effect.map(Effect.andThen(emit({ type: "approval_request", call, id: call.id, answer }), awaited), answered)
   },
   timeLeft: Effect.succeed,
+  within: (_step, _index, effect) => effect,
   claim: undefined
 }
 

@@ -4,11 +4,12 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Option, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
 import { DurableDeferred, WorkflowEngine } from "effect/workflow"
-import { prepareTranscript } from "@agentloop/core"
+import { isOutputInput, outputSchemaFromJson, prepareTranscript, runInputError } from "@agentloop/core"
 import type { AgentRunResult, ApprovalAnswer, Message, UserMessage } from "@agentloop/core"
-import { DurableAgentRun } from "./DurableRun.ts"
+import { DurableEventSink } from "./DurableEvent.ts"
+import { DurableAgentRun, DurableOutput } from "./DurableRun.ts"
 import { DurableStore } from "./DurableStore.ts"
 import { abortLocally } from "./internal/aborts.ts"
 import type { DurableStoreError, PendingApproval } from "./DurableStore.ts"
@@ -24,7 +25,14 @@ export class DurableRunInputError extends Schema.TaggedError<DurableRunInputErro
 }) {}
 
 /**
- * What starts a durable run. `runId` names it: starting the same `runId` again joins the run.
+ * What starts a durable run: what `runAgentLoop` accepts that can travel with a run, and `runId`,
+ * which names it (starting the same `runId` again joins the run).
+ *
+ * What is code stays on the runners (`durableRunnerLayer({ policy, transformContext, output })`);
+ * what is live in one process has a durable counterpart (`abortRun`, `steer`, `followUp`). Passing
+ * one of those here (`signal`, `steering`, `followUps`, `policy`, `transformContext`, or an
+ * `output` that is not a JSON Schema) is refused with a `DurableRunInputError` naming where it
+ * goes: never silently ignored.
  *
  * @since 0.1.0
  * @category models
@@ -34,7 +42,23 @@ export interface DurableRunOptions {
   readonly messages: ReadonlyArray<Message>
   readonly systemPrompt?: string | undefined
   readonly maxSteps?: number | undefined
+  /** The run's time limit, measured from its first start (as `runAgentLoop`'s `timeout`). */
+  readonly timeout?: Duration.Input | undefined
+  /** How long an approval may wait before it is answered denied (default: the runner's). */
+  readonly approvalTimeout?: Duration.Input | undefined
+  /** The output schema, as JSON Schema (see `DurableOutput`); default: the runner's `output`. */
+  readonly output?: DurableOutput | undefined
+  readonly outputRetries?: number | undefined
 }
+
+/** What cannot travel with a durable run, and what to use instead. */
+const refused: ReadonlyArray<readonly [string, string]> = [
+  ["signal", "an AbortSignal lives in one process: abort a durable run with abortRun(runId), from any process"],
+  ["steering", "a Queue lives in one process: push steering messages with steer(runId, message)"],
+  ["followUps", "a Queue lives in one process: push follow-up messages with followUp(runId, message)"],
+  ["policy", "a policy is code: give it to every runner, durableRunnerLayer({ policy })"],
+  ["transformContext", "a function is code: give it to every runner, durableRunnerLayer({ transformContext })"]
+]
 
 /**
  * The workflow execution id of a run.
@@ -125,21 +149,72 @@ export const listRuns = (): Effect.Effect<
 
 const checkOptions = (options: DurableRunOptions) =>
   Effect.gen(function*() {
+    if (typeof options !== "object" || options === null) {
+      return yield* new DurableRunInputError({ message: "bad input: options must be an object" })
+    }
     if (typeof options.runId !== "string" || options.runId.length === 0) {
       return yield* new DurableRunInputError({ message: "bad input: runId must be a non-empty string" })
     }
-    if (options.maxSteps !== undefined && !(Number.isInteger(options.maxSteps) && options.maxSteps > 0)) {
-      return yield* new DurableRunInputError({ message: "bad input: maxSteps must be a positive integer" })
+    for (const [key, instead] of refused) {
+      if ((options as unknown as Record<string, unknown>)[key] !== undefined) {
+        return yield* refuse(options.runId, `a durable run cannot take "${key}": ${instead}`)
+      }
+    }
+    const output = options.output
+    if (output !== undefined && (isOutputInput(output) || !Schema.is(DurableOutput)(output))) {
+      return yield* refuse(
+        options.runId,
+        "a durable run takes its output schema as JSON Schema ({ jsonSchema, name?, description? }); an effect " +
+          "Schema or an OutputSchema is code: give it to every runner, durableRunnerLayer({ output })"
+      )
+    }
+    // the loop's own check of its input, so a refusal says what an in-memory run would end with
+    const error = runInputError({
+      messages: options.messages,
+      ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
+      ...(options.maxSteps === undefined ? {} : { maxSteps: options.maxSteps }),
+      ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+      ...(options.approvalTimeout === undefined ? {} : { approvalTimeout: options.approvalTimeout }),
+      ...(options.outputRetries === undefined ? {} : { outputRetries: options.outputRetries })
+    })
+    if (error !== undefined) return yield* refuse(options.runId, error)
+    if (output !== undefined) {
+      yield* Effect.catch(
+        Effect.asVoid(outputSchemaFromJson(output.jsonSchema, output.name === undefined ? {} : { name: output.name })),
+        (e) => refuse(options.runId, `bad input: output: ${e.message}`)
+      )
     }
     const prepared = prepareTranscript(options.messages)
-    if (!prepared.ok) return yield* new DurableRunInputError({ message: `bad input: ${prepared.error}` })
+    if (!prepared.ok) return yield* refuse(options.runId, `bad input: ${prepared.error}`)
+    const millis = (input: Duration.Input | undefined) =>
+      input === undefined ? undefined : Duration.toMillis(Duration.fromInputUnsafe(input))
+    const timeoutMs = millis(options.timeout)
+    const approvalTimeoutMs = millis(options.approvalTimeout)
     return {
       runId: options.runId,
       messages: prepared.value,
       ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
-      ...(options.maxSteps === undefined ? {} : { maxSteps: options.maxSteps })
+      ...(options.maxSteps === undefined ? {} : { maxSteps: options.maxSteps }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
+      ...(output === undefined ? {} : { output }),
+      ...(options.outputRetries === undefined ? {} : { outputRetries: options.outputRetries })
     }
   })
+
+/**
+ * Refuses a run: its one `turn_end` (reason `error`, no steps) goes to the `DurableEventSink`, as an
+ * in-memory run with bad input ends, and the caller gets the typed error; nothing starts.
+ */
+const refuse = (runId: string, message: string) =>
+  Effect.andThen(
+    Effect.flatMap(DurableEventSink, (sink) =>
+      Effect.catchCause(
+        Effect.suspend(() => sink.emit({ runId, step: 0, event: { type: "turn_end", reason: "error", steps: 0, error: message } })),
+        () => Effect.void
+      )),
+    Effect.fail(new DurableRunInputError({ message }))
+  )
 
 /**
  * The result of a run once it has ended; none while it runs, waits, or does not exist.

@@ -280,6 +280,7 @@ const makeJournal = (
       const now = yield* Clock.currentTimeMillis
       return Duration.millis(Math.max(0, startedAt + Duration.toMillis(limit) - now))
     })),
+  within: (step, index, effect) => inStep(effect, step, index),
   claim: (step, index, call, definition) =>
     Effect.map(retryStore(store.claimStart(idempotencyKeyOf(runId, step, index))), (first): CallClaim => ({
       idempotencyKey: idempotencyKeyOf(runId, step, index),

@@ -10,10 +10,11 @@
  * - Calls run concurrently (up to `ToolConcurrency`), except `exclusive` tools, which run alone:
  *   calls before them finish first, calls after them start after them.
  * - A call over its time limit is interrupted and answered with a timeout error.
- * - An abort (`signal`) stops what is running or waiting. In memory, the batch is stopped from
- *   outside and its finalizer answers every call left (interrupted, or skipped when it never
- *   started) before anything else can look at the results. With a journal that replays, each step
- *   answers the abort itself, so its record says what happened.
+ * - An abort (`signal`) stops what is running or waiting, on every engine the same way: the batch
+ *   is stopped from outside and its finalizer answers every call left (interrupted, or skipped
+ *   when it never started) before anything else can look at the results. A journal that replays
+ *   answers those calls' steps on a replay from their claims (a call claimed is answered
+ *   interrupted, one never claimed skipped): the same results.
  */
 import { Duration, Effect, Exit, Fiber } from "effect"
 import { batchStages, deniedResult, interruptedResult, runToolCall } from "../Batch.ts"
@@ -72,6 +73,7 @@ const policyFailedResult = (call: ToolCall, error: string): ToolResultMessage =>
   errorResult(call, `Tool call was not executed because ${error}`, { skipped: true, reason: "policy-failed" })
 
 const allowed: PolicyRecord = { _tag: "Allow" }
+const abortedFirst: PolicyRecord = { _tag: "Aborted" }
 
 /** What comes of a call before it may start: it runs, or it is answered at once. */
 type Verdict = { readonly run: true } | { readonly run: false; readonly result: ToolResultMessage }
@@ -102,13 +104,22 @@ export const runBatch = (
 
   /** The policy's decision on call `index` (the step `policy/<n>/<i>`). */
   const decisionOf = (index: number, call: ToolCall): Effect.Effect<PolicyRecord> =>
-    journal.step("policy", step, index, PolicyRecord, decidePolicy(policy!, call, definitions.get(call.name)), noReplay)
+    journal.step(
+      "policy",
+      step,
+      index,
+      PolicyRecord,
+      Effect.suspend(() => signal?.aborted ? Effect.succeed(abortedFirst) : decidePolicy(policy!, call, definitions.get(call.name))),
+      noReplay
+    )
 
   /** The verdict on call `index` once its policy decided: at once, or after the approval it asks for. */
   const verdictOf = (index: number, call: ToolCall, decision: PolicyRecord): Effect.Effect<Verdict> => {
     switch (decision._tag) {
       case "Allow":
         return Effect.succeed(runs)
+      case "Aborted":
+        return Effect.succeed({ run: false, result: skippedResult(call, "aborted") })
       case "Deny":
         return Effect.succeed({ run: false, result: deniedResult(call, decision.reason) })
       case "Failed":
@@ -126,7 +137,7 @@ export const runBatch = (
     }
   }
 
-  /** Call `index` as it runs: started, executed (an abort answers it at once with a journal that replays). */
+  /** Call `index` as it runs: started, executed. */
   const execute = (index: number, call: ToolCall, idempotencyKey: string | undefined): Effect.Effect<ToolResultMessage> => {
     started[index] = true
     const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
@@ -139,11 +150,8 @@ export const runBatch = (
       timeout,
       idempotencyKey === undefined ? undefined : { idempotencyKey }
     )
-    const stoppable = replays && signal !== undefined ?
-      Effect.raceFirst(execution, Effect.as(awaitAbort(signal), interruptedResult(call))) :
-      execution
     // (a sink that took the event at once has nothing left to run)
-    const ran = announced === Effect.void ? stoppable : Effect.andThen(announced, stoppable)
+    const ran = announced === Effect.void ? execution : Effect.andThen(announced, execution)
     return settings.traced ? traceCall(call, ran) : ran
   }
 
@@ -156,11 +164,14 @@ export const runBatch = (
       CallRecord,
       Effect.suspend((): Effect.Effect<ToolResultMessage> => {
         if (!verdict.run) return finish(index, verdict.result)
-        if (signal?.aborted) return finish(index, skippedResult(call, "aborted"))
         const claim = journal.claim
-        if (claim === undefined) return Effect.flatMap(execute(index, call, undefined), (result) => finish(index, result))
+        if (claim === undefined) {
+          if (signal?.aborted) return finish(index, skippedResult(call, "aborted"))
+          return Effect.flatMap(execute(index, call, undefined), (result) => finish(index, result))
+        }
         return Effect.flatMap(claim(step, index, call, definitions.get(call.name)), (claimed) => {
-          // a call found started before was running when its process died
+          // a call found started before was running when its process died, or when the run was
+          // aborted (answered then by the batch, not by its step): it is answered as it was then
           if (signal?.aborted) {
             return finish(index, claimed.again ? interruptedResult(call) : skippedResult(call, "aborted"))
           }
@@ -177,10 +188,7 @@ export const runBatch = (
     )
 
   /** Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
-  const oneNow = (index: number): Effect.Effect<unknown> => {
-    if (!replays && signal?.aborted) return Effect.void
-    return callStep(index, calls[index]!, runs)
-  }
+  const oneNow = (index: number): Effect.Effect<unknown> => callStep(index, calls[index]!, runs)
   const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
 
   /**
@@ -189,10 +197,9 @@ export const runBatch = (
    * them (see runToolCall): when the stage is interrupted (an abort, the run's interruption),
    * every running call's signal fires first, then the fiber and its calls are interrupted. So a
    * tool's signal fires before its own interrupt finalizers with one fiber per call instead of
-   * two. (With a journal that replays, each call's step runs where its engine runs it: no registry.)
+   * two.
    */
   const concurrently = (items: ReadonlyArray<number>, run: (item: number) => Effect.Effect<unknown>): Effect.Effect<void> => {
-    if (replays) return Effect.forEach(items, run, { concurrency: settings.concurrency, discard: true })
     const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
     const stageCalls = Effect.provideService(
       Effect.forEach(items, run, { concurrency: settings.concurrency, discard: true }),
@@ -218,17 +225,15 @@ export const runBatch = (
    */
   const decidedStage = (stage: ReadonlyArray<number>): Effect.Effect<unknown> =>
     Effect.flatMap(
-      Effect.forEach(stage, (index): Effect.Effect<PolicyRecord | undefined> => {
-        if (!replays && signal?.aborted) return Effect.succeed(undefined)
+      Effect.forEach(stage, (index): Effect.Effect<PolicyRecord> => {
         const call = calls[index]!
         return call.name === settings.finalAnswer ? Effect.succeed(allowed) : decisionOf(index, call)
       }, { concurrency: settings.concurrency }),
       (decisions) => {
         const order = stage.map((index, k) => ({ index, decision: decisions[k] }))
-          .sort((a, b) => Number(a.decision?._tag === "Ask") - Number(b.decision?._tag === "Ask"))
+          .sort((a, b) => Number(a.decision._tag === "Ask") - Number(b.decision._tag === "Ask"))
         const go = (k: number): Effect.Effect<unknown> => {
           const { decision, index } = order[k]!
-          if (decision === undefined || (!replays && signal?.aborted)) return Effect.void
           const call = calls[index]!
           return Effect.flatMap(verdictOf(index, call, decision), (verdict) => callStep(index, call, verdict))
         }
@@ -246,7 +251,8 @@ export const runBatch = (
       (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage, oneNow),
       { discard: true }
     )
-  const raced = signal === undefined || replays ? batch : Effect.raceFirst(batch, awaitAbort(signal))
+  // (a replayed batch of an aborted run: each step answers the abort itself, as it was answered then)
+  const raced = signal === undefined || (replays && signal.aborted) ? batch : Effect.raceFirst(batch, awaitAbort(signal))
   const answerLeft = Effect.suspend(() => {
     const pending: Array<number> = []
     for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
@@ -258,7 +264,11 @@ export const runBatch = (
     return Effect.andThen(
       Effect.forEach(pending, (index) => {
         const call = calls[index]!
-        return finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
+        return journal.within(
+          step,
+          index,
+          finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
+        )
       }, { discard: true }),
       Effect.sync(() => onDone(results as Array<ToolResultMessage>))
     )

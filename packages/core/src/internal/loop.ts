@@ -325,19 +325,9 @@ const drive = (
   control: RunControlShape
 ): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
-    if (typeof options !== "object" || options === null) {
-      return { reason: "error", error: "bad input: options must be an object" }
-    }
-    if (!isRunSettingsFast(options)) {
-      const settings = decodeSettings(options)
-      if (Exit.isFailure(settings)) return { reason: "error", error: `bad input: ${describeCause(settings.cause)}` }
-    }
-    if (!Array.isArray(options.messages)) return { reason: "error", error: "bad input: messages must be an array" }
-    const prepared = prepareTranscript(options.messages)
-    if (!prepared.ok) return { reason: "error", error: `bad input: ${prepared.error}` }
-    const tail = tailError(prepared.value)
-    if (tail !== undefined) return { reason: "error", error: tail }
-    state.transcript = prepared.value
+    const input = checkInput(options)
+    if (!input.ok) return { reason: "error", error: input.error }
+    state.transcript = input.transcript
     // a run with an output schema answers the final-answer tool itself, beside the executor's tools
     let answers: AnswerState | undefined
     if (options.output !== undefined) {
@@ -557,10 +547,29 @@ const drive = (
   })
 
 /**
+ * The run's input checked (SPEC §5): its transcript, repaired and ready, or the bad-input error the
+ * run ends with. Every engine checks a run's input with this.
+ */
+export const checkInput = (
+  options: AgentLoopOptions
+): { readonly ok: true; readonly transcript: Array<Message> } | { readonly ok: false; readonly error: string } => {
+  if (typeof options !== "object" || options === null) return { ok: false, error: "bad input: options must be an object" }
+  if (!isRunSettingsFast(options)) {
+    const settings = decodeSettings(options)
+    if (Exit.isFailure(settings)) return { ok: false, error: `bad input: ${describeCause(settings.cause)}` }
+  }
+  if (!Array.isArray(options.messages)) return { ok: false, error: "bad input: messages must be an array" }
+  const prepared = prepareTranscript(options.messages)
+  if (!prepared.ok) return { ok: false, error: `bad input: ${prepared.error}` }
+  const tail = tailError(prepared.value)
+  return tail === undefined ? { ok: true, transcript: prepared.value } : { ok: false, error: tail }
+}
+
+/**
  * Why a transcript cannot be answered as it ends: with the model's answer, or with an accepted
  * final answer (the run that made it ended with it). `undefined` when it can.
  */
-export const tailError = (transcript: ReadonlyArray<Message>): string | undefined => {
+const tailError = (transcript: ReadonlyArray<Message>): string | undefined => {
   const last = transcript.at(-1)
   if (last?.role === "toolResult" && last.details !== undefined && !last.isError && isAcceptedAnswer(last.details)) {
     // the run that made it ended with its answer: as with the model's last word, there is nothing to answer

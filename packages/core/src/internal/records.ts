@@ -40,8 +40,9 @@ export const BoundaryRecord = Schema.Union([
 ])
 export type BoundaryRecord = typeof BoundaryRecord.Type
 
-/** A policy step (`policy/<n>/<i>`): the policy's decision, or how it failed. */
+/** A policy step (`policy/<n>/<i>`): the policy's decision, how it failed, or the run was aborted first. */
 export const PolicyRecord = Schema.Union([
+  Schema.TaggedStruct("Aborted", {}),
   Schema.TaggedStruct("Allow", {}),
   Schema.TaggedStruct("Deny", { reason: Schema.String }),
   Schema.TaggedStruct("Ask", {}),
