@@ -17,7 +17,7 @@
  *   interrupted, one never claimed skipped): the same results.
  */
 import { Duration, Effect, Exit, Fiber } from "effect"
-import { batchStages, deniedResult, interruptedResult, runToolCall } from "../Batch.ts"
+import { batchStages, deniedResult, interruptedResult, runToolCall } from "./toolCall.ts"
 import type { ExecutorShape } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
