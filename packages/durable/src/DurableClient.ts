@@ -6,7 +6,7 @@
  */
 import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
 import { DurableDeferred, WorkflowEngine } from "effect/workflow"
-import { isOutputInput, outputSchemaFromJson, prepareTranscript, runInputError } from "@agentloop/core"
+import { isOutputInput, outputSchemaFromJson, runInputError } from "@agentloop/core"
 import type { AgentRunResult, ApprovalAnswer, Message, UserMessage } from "@agentloop/core"
 import { DurableEventSink } from "./DurableEvent.ts"
 import { DurableAgentRun, DurableOutput } from "./DurableRun.ts"
@@ -184,15 +184,14 @@ const checkOptions = (options: DurableRunOptions) =>
         (e) => refuse(options.runId, `bad input: output: ${e.message}`)
       )
     }
-    const prepared = prepareTranscript(options.messages)
-    if (!prepared.ok) return yield* refuse(options.runId, `bad input: ${prepared.error}`)
     const millis = (input: Duration.Input | undefined) =>
       input === undefined ? undefined : Duration.toMillis(Duration.fromInputUnsafe(input))
     const timeoutMs = millis(options.timeout)
     const approvalTimeoutMs = millis(options.approvalTimeout)
     return {
       runId: options.runId,
-      messages: prepared.value,
+      // checked above; the loop repairs dangling calls itself, as in memory
+      messages: options.messages,
       ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
       ...(options.maxSteps === undefined ? {} : { maxSteps: options.maxSteps }),
       ...(timeoutMs === undefined ? {} : { timeoutMs }),

@@ -29,6 +29,7 @@ import type { TurnEnding } from "./turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
 import {
+  addUsageInto,
   changeAndEmit,
   describeCause,
   positiveDuration,
@@ -37,7 +38,7 @@ import {
   subAgentUsageOf,
   synchronousEmits
 } from "./common.ts"
-import type { SinkCallback } from "./common.ts"
+import type { SinkCallback, UsageTotal } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
 import { makeAnswerState, nameTaken, overLimit, repairAfterText, replayAnswer, startTurn } from "./output.ts"
@@ -59,7 +60,7 @@ interface RunState {
   steps: number
   unanswered: ReadonlyArray<ToolCall>
   /** Usage summed over the turns that reported it; undefined while none has. */
-  usage: { input: number; output: number; cacheRead: number; cacheWrite: number; cost?: number } | undefined
+  usage: UsageTotal | undefined
   /** The accepted final answer of a run with an `output` schema (set as the run ends `stop`). */
   output: { readonly value: unknown } | undefined
   /** How many steering and follow-up messages the run has taken from its control. */
@@ -68,14 +69,7 @@ interface RunState {
 }
 
 const addUsage = (state: RunState, usage: Usage | undefined) => {
-  if (usage === undefined) return
-  const sum = state.usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
-  sum.input += usage.input
-  sum.output += usage.output
-  sum.cacheRead += usage.cacheRead ?? 0
-  sum.cacheWrite += usage.cacheWrite ?? 0
-  if (usage.cost !== undefined) sum.cost = (sum.cost ?? 0) + usage.cost
-  state.usage = sum
+  if (usage !== undefined) state.usage = addUsageInto(state.usage, usage)
 }
 
 /**
