@@ -6,8 +6,15 @@
  */
 import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
 import { DurableDeferred, WorkflowEngine } from "effect/workflow"
-import { isOutputInput, outputSchemaFromJson, runInputError } from "@agentloop/core"
-import type { AgentRunResult, ApprovalAnswer, Message, UserMessage } from "@agentloop/core"
+import {
+  isAcceptedAnswer,
+  isOutputInput,
+  outputSchemaFromJson,
+  runInputError,
+  toolCallsOf,
+  toOutputSchema
+} from "@agentloop/core"
+import type { AgentRunResult, ApprovalAnswer, Message, OutputDecodeError, OutputInput, UserMessage } from "@agentloop/core"
 import { DurableEventSink } from "./DurableEvent.ts"
 import { DurableAgentRun, DurableOutput } from "./DurableRun.ts"
 import { DurableStore } from "./DurableStore.ts"
@@ -328,3 +335,27 @@ export const steer = (runId: string, message: UserMessage) =>
  */
 export const followUp = (runId: string, message: UserMessage) =>
   Effect.flatMap(DurableStore, (store) => store.push(runId, "followUp", message))
+
+/**
+ * A durable run's result with its `output` decoded by `output`, the schema its runner used. A
+ * result crosses processes as JSON, so its `output` is the answer's JSON form (an effect `Schema`
+ * that turns a string into a `Date` gives the string); this decodes the accepted final answer the
+ * transcript holds, as the run did. A result without an output is returned as it is.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const decodeOutput = <A>(
+  result: AgentRunResult,
+  output: OutputInput<A>
+): Effect.Effect<AgentRunResult<A>, OutputDecodeError> =>
+  Effect.suspend(() => {
+    if (result.reason !== "stop" || !("output" in result)) return Effect.succeed(result as AgentRunResult<A>)
+    const schema = toOutputSchema(output)
+    const last = result.messages.at(-1)
+    const call = last?.role === "toolResult" && isAcceptedAnswer(last.details) ?
+      result.messages.flatMap((m) => m.role === "assistant" ? toolCallsOf(m) : []).findLast((c) => c.id === last.toolCallId) :
+      undefined
+    if (call === undefined) return Effect.succeed(result as AgentRunResult<A>)
+    return Effect.map(schema.decode(call.arguments), (value) => ({ ...result, output: value }))
+  })

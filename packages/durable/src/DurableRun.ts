@@ -29,7 +29,9 @@ import {
   RunControl,
   RunJournal,
   runAgentLoop,
-  stepName
+  stepName,
+  toolCallsOf,
+  toOutputSchema
 } from "@agentloop/core"
 import type {
   AgentLoopOptions,
@@ -310,6 +312,16 @@ const durableSink = (runId: string, sink: typeof DurableEventSink.Service) =>
       })
   })
 
+/** The JSON form of a result's accepted answer: the final-answer call's arguments (unwrapped). */
+const answerJsonOf = (result: AgentRunResult, output: OutputInput<unknown>): unknown => {
+  const last = result.messages.at(-1)
+  if (last?.role !== "toolResult") return result.output
+  const call = result.messages.flatMap((m) => m.role === "assistant" ? toolCallsOf(m) : []).findLast((c) =>
+    c.id === last.toolCallId
+  )
+  return call === undefined ? result.output : toOutputSchema(output).answerOf(call.arguments)
+}
+
 // -----------------------------------------------------------------------------
 // The workflow body
 // -----------------------------------------------------------------------------
@@ -352,11 +364,14 @@ const body = (config: DurableRunnerConfig) => (payload: typeof DurableAgentRun.p
       Effect.provideService(RunControl, makeControl(runId, store, controller.signal)),
       Effect.provideService(EventSink, durableSink(runId, sink))
     )
-    return yield* Effect.acquireUseRelease(
+    const result = yield* Effect.acquireUseRelease(
       Effect.sync(() => registerRun(runId, controller)),
       () => Effect.flatMap(Effect.forkChild(poll), (poller) => Effect.ensuring(run, Fiber.interrupt(poller))),
       (unregister) => Effect.sync(unregister)
     )
+    // the result crosses processes as JSON: its output in its JSON form, the model's answer
+    // (`decodeOutput` decodes it with the schema)
+    return output === undefined || !("output" in result) ? result : { ...result, output: answerJsonOf(result, output) }
   })
 
 /**

@@ -2,16 +2,27 @@
  * The durable loop as a `FaultEngine`: each run on a fresh `WorkflowEngine.layerMemory` and memory
  * store, with the run's model and executor on its runner and its events forwarded to the run's
  * sink. The options' `signal` becomes the durable abort (fired before the start: `abortRun`
- * first; fired later: at once, in this process, as `abortRun` does), and an effect `Schema` output
- * goes to the runner (it is code). A run refused at its start answers as an in-memory run with bad
+ * first; fired later: at once, in this process, as `abortRun` does), its steering and follow-up
+ * queues are forwarded to the store (`steer`, `followUp`), what is code (an effect `Schema` output,
+ * a policy, `transformContext`) goes to the runner, and the result's output is decoded again with
+ * its schema (`decodeOutput`: it crossed the journal as JSON). A run refused at its start answers as an in-memory run with bad
  * input ends: `error`, no steps, an empty transcript.
  */
-import { Context, Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer, Queue } from "effect"
 import { WorkflowEngine } from "effect/workflow"
 import { EventSink, Executor, Model } from "@agentloop/core"
-import type { AgentLoopOptions, AgentRunResult, Message } from "@agentloop/core"
+import type { AgentLoopOptions, AgentRunResult, Message, UserMessage } from "@agentloop/core"
 import type { FaultEngine } from "@agentloop/testkit"
-import { abortRun, DurableEventSink, durableRunnerLayer, memoryStoreLayer, runDurable } from "../src/index.ts"
+import {
+  abortRun,
+  decodeOutput,
+  DurableEventSink,
+  durableRunnerLayer,
+  followUp,
+  memoryStoreLayer,
+  runDurable,
+  steer
+} from "../src/index.ts"
 import type { DurableRunnerConfig } from "../src/index.ts"
 import { abortLocally } from "../src/internal/aborts.ts"
 
@@ -34,7 +45,9 @@ export const durableEngine = (config: DurableRunnerConfig = {}): FaultEngine => 
         }
       })
       // what is code goes to the runner
-      const { output, policy, signal, transformContext, ...rest } = options as AgentLoopOptions & Record<string, unknown>
+      const { followUps, output, policy, signal, steering, transformContext, ...rest } = options as
+        & AgentLoopOptions
+        & Record<string, unknown>
       const runner = durableRunnerLayer({
         ...config,
         ...(output === undefined ? {} : { output }),
@@ -51,6 +64,14 @@ export const durableEngine = (config: DurableRunnerConfig = {}): FaultEngine => 
       )
       const context = yield* Layer.build(runner)
       if (signal?.aborted === true) yield* Effect.provide(abortRun(runId), context)
+      // steering and follow-ups offered to the run's queues go to the store (those there now first)
+      const forward = (queue: Queue.Dequeue<UserMessage> | undefined, push: typeof steer) =>
+        queue === undefined ? Effect.void : Effect.gen(function*() {
+          for (const message of yield* Queue.clear(queue)) yield* Effect.provide(push(runId, message), context)
+          yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), (m) => Effect.provide(push(runId, m), context))))
+        })
+      yield* Effect.orDie(forward(steering, steer))
+      yield* Effect.orDie(forward(followUps, followUp))
       const onAbort = () => abortLocally(runId)
       signal?.addEventListener("abort", onAbort, { once: true })
       yield* Effect.addFinalizer(() => Effect.sync(() => signal?.removeEventListener("abort", onAbort)))
@@ -60,7 +81,11 @@ export const durableEngine = (config: DurableRunnerConfig = {}): FaultEngine => 
           Effect.provideService(DurableEventSink, { emit: (event) => sink.emit(event.event) })
         )
       )
-      if (Exit.isSuccess(exit)) return canonical(exit.value, seen)
+      if (Exit.isSuccess(exit)) {
+        // the result crossed the journal as JSON: its output is decoded again, as a client does
+        const decoded = output === undefined ? exit.value : yield* Effect.orDie(decodeOutput(exit.value, output))
+        return canonical(decoded, seen)
+      }
       const failure = exit.cause.reasons.find((r) => r._tag === "Fail")
       if (failure !== undefined && failure._tag === "Fail") {
         return { messages: [], steps: 0, reason: "error", error: failure.error.message } satisfies AgentRunResult

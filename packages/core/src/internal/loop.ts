@@ -62,7 +62,7 @@ interface RunState {
   /** Usage summed over the turns that reported it; undefined while none has. */
   usage: UsageTotal | undefined
   /** The accepted final answer of a run with an `output` schema (set as the run ends `stop`). */
-  output: { readonly value: unknown } | undefined
+  output: { readonly value: unknown; readonly answer: unknown } | undefined
   /** How many steering and follow-up messages the run has taken from its control. */
   steeringTaken: number
   followUpsTaken: number
@@ -531,7 +531,7 @@ const drive = (
             answers.accepted = undefined
             continue
           }
-          state.output = { value: answers.accepted.value }
+          state.output = answers.accepted
           return { reason: "stop" }
         }
         const over = overLimit(answers)
@@ -701,7 +701,8 @@ const runTraced = (
           ...error,
           ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
           ...(state.usage === undefined ? {} : { usage: state.usage }),
-          ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.value })
+          // (recorded in its JSON form, the model's: what a journal can store; decoded below)
+          ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.answer })
         }
         if (traced) {
           yield* Effect.annotateCurrentSpan({
@@ -716,7 +717,11 @@ const runTraced = (
         yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
         return result
       })
-      const result = yield* journal.step("end", state.steps, undefined, AgentRunResult, end, noReplay)
+      const recorded = yield* journal.step("end", state.steps, undefined, AgentRunResult, end, noReplay)
+      // the accepted answer decoded (a replayed run decoded it again as its steps replayed)
+      const result = state.output === undefined || recorded.reason !== "stop" ?
+        recorded :
+        { ...recorded, output: state.output.value }
       yield* onResult(result)
       if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
       return result
