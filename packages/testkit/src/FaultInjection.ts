@@ -23,6 +23,10 @@
  *   whose own script is generated with the same faults (and sometimes an output schema), so aborts
  *   and hangs land inside children too.
  *
+ * The loop runs in memory (`runAgentLoop`) unless `FaultSetup.engine` gives another engine: the same
+ * plan then runs there (a durable loop, say), so two engines can be compared run by run
+ * (`FaultRunReport.result`), with the plans every engine can stop (`withAbortStops`).
+ *
  * Checks on every run: the three invariants and their bookkeeping (`checkInvariants`, for the
  * sub-agent runs too), no tool call executed twice, none executed from a turn that must not
  * execute, no more requests than `maxSteps`, none at all for a pre-aborted run or bad input, the
