@@ -192,7 +192,7 @@ export const runBatch = (
   const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
 
   /**
-   * The calls of a stage, concurrently (`run(k)` for each `k` below `count`), in a fiber of their
+   * The calls of a stage, concurrently (`run(item)` for each of `items`), in a fiber of their
    * own whose calls register their controllers in `running` and run in the fibers `forEach` gives
    * them (see runToolCall): when the stage is interrupted (an abort, the run's interruption),
    * every running call's signal fires first, then the fiber and its calls are interrupted. So a
