@@ -48,6 +48,8 @@ export interface BatchSettings {
   readonly traced: boolean
   /** The name of the run's final-answer tool, if it has an output schema: its calls skip the policy. */
   readonly finalAnswer: string | undefined
+  /** Set by a batch whose policy failed on a call: the run's error (the run ends with it). */
+  policyError: string | undefined
   /** Brings the final-answer state up to a replayed call's result (a journal that replays). */
   readonly replayAnswer: ((call: ToolCall) => Effect.Effect<void>) | undefined
 }
@@ -82,25 +84,26 @@ const noReplay = () => Effect.void
 
 /**
  * Runs the batch of step `step` and hands the results, in call order, to `onDone` (synchronously,
- * so nothing can come between the last result and the transcript). Returns the error of a policy
- * that failed, if one did.
+ * so nothing can come between the last result and the transcript). A policy that failed leaves its
+ * error in `settings.policyError`.
  */
 export const runBatch = (
   settings: BatchSettings,
   step: number,
   calls: ReadonlyArray<ToolCall>,
   onDone: (results: ReadonlyArray<ToolResultMessage>) => void
-): Effect.Effect<string | undefined> => {
+): Effect.Effect<void> => {
   const { executor, emit, signal, policy, remembered, definitions, journal } = settings
   const replays = journal.replays
   const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
   const started: Array<boolean> = new Array(calls.length).fill(false)
-  let policyError: string | undefined
   // records the result and announces it, together (called only where the effect runs next)
-  const finish = (index: number, result: ToolResultMessage): Effect.Effect<ToolResultMessage> =>
-    Effect.as(changeAndEmit(emit, () => {
+  const finish = (index: number, result: ToolResultMessage): Effect.Effect<ToolResultMessage> => {
+    const announced = changeAndEmit(emit, () => {
       results[index] = result
-    }, { type: "tool_end", result }), result)
+    }, { type: "tool_end", result })
+    return announced === Effect.void ? Effect.succeed(result) : Effect.as(announced, result)
+  }
 
   /** The policy's decision on call `index` (the step `policy/<n>/<i>`). */
   const decisionOf = (index: number, call: ToolCall): Effect.Effect<PolicyRecord> =>
@@ -123,7 +126,7 @@ export const runBatch = (
       case "Deny":
         return Effect.succeed({ run: false, result: deniedResult(call, decision.reason) })
       case "Failed":
-        policyError ??= decision.error
+        settings.policyError ??= decision.error
         return Effect.succeed({ run: false, result: policyFailedResult(call, decision.error) })
       case "Ask": {
         const known = remembered.get(call.name)
@@ -179,12 +182,15 @@ export const runBatch = (
           return Effect.flatMap(execute(index, call, claimed.idempotencyKey), (result) => finish(index, result))
         })
       }),
-      (result) => {
-        results[index] = result
-        return settings.replayAnswer !== undefined && call.name === settings.finalAnswer ?
-          settings.replayAnswer(call) :
-          Effect.void
-      }
+      // (only a journal that replays calls it: in memory no closure is made)
+      replays ?
+        (result) => {
+          results[index] = result
+          return settings.replayAnswer !== undefined && call.name === settings.finalAnswer ?
+            settings.replayAnswer(call) :
+            Effect.void
+        } :
+        noReplay
     )
 
   /** Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
@@ -275,10 +281,9 @@ export const runBatch = (
   })
   // with a journal that replays, an interruption is the engine suspending the run: nothing is
   // answered now (the run is replayed, and each step answers for itself then)
-  const answered = replays ?
+  return replays ?
     Effect.onExit(raced, (exit) => Exit.isSuccess(exit) ? answerLeft : Effect.void) :
     Effect.ensuring(raced, answerLeft)
-  return Effect.map(answered, () => policyError)
 }
 
 const verdictOfAnswer = (call: ToolCall, answer: ApprovalAnswer): Verdict =>

@@ -7,6 +7,7 @@
  */
 import { Cause, Context, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../Decision.ts"
+import type { TurnDecision } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
 import { Executor } from "../Executor.ts"
 import type { ExecutorShape } from "../Executor.ts"
@@ -353,8 +354,12 @@ const drive = (
       approvalTimeout: options.approvalTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.approvalTimeout),
       traced: yield* tracingBackend,
       finalAnswer: answers?.output.name,
-      replayAnswer: answers === undefined ? undefined : (call) => replayAnswer(answers, call)
+      replayAnswer: answers === undefined ? undefined : (call) => replayAnswer(answers, call),
+      policyError: undefined
     }
+    // the calls and the decision of the last turn appended (by its step, or its replay)
+    let calls: ReadonlyArray<ToolCall> = []
+    let decision: TurnDecision = { _tag: "Finish", reason: "stop", error: undefined, skip: undefined }
 
     // -- the changes steps make (inside the step, or from its value when replayed) --------------
     const appendAssistant = (message: AssistantMessage, calls: ReadonlyArray<ToolCall>) => {
@@ -374,9 +379,9 @@ const drive = (
           if (!record.requested) state.steps--
           return
         }
-        const calls = toolCallsOf(record.message)
+        calls = toolCallsOf(record.message)
         appendAssistant(record.message, calls)
-        const decision = decideTurn(record.message.stopReason, calls.length, record.message.errorMessage)
+        decision = decideTurn(record.message.stopReason, calls.length, record.message.errorMessage)
         const skip = decision._tag === "Finish" ? decision.skip : undefined
         if (skip !== undefined) appendResults(state, calls.map((call) => skippedResult(call, skip)))
       })
@@ -439,13 +444,16 @@ const drive = (
         streamed)
       if (turn._tag === "Ended") return { _tag: "Ended", steering, requested: true, ending: endingOf(turn.outcome) }
       const message = turn.message
-      const calls = toolCallsOf(message)
+      const turnCalls = toolCallsOf(message)
       // appending the message and announcing it happen together, or not at all
-      yield* changeAndEmit(emit, () => appendAssistant(message, calls), { type: "assistant_message", message })
-      const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
+      yield* changeAndEmit(emit, () => {
+        calls = turnCalls
+        appendAssistant(message, turnCalls)
+      }, { type: "assistant_message", message })
+      decision = decideTurn(message.stopReason, turnCalls.length, message.errorMessage)
       const skip = decision._tag === "Finish" ? decision.skip : undefined
       if (skip !== undefined) {
-        const skipped = calls.map((call) => skippedResult(call, skip))
+        const skipped = turnCalls.map((call) => skippedResult(call, skip))
         // appended and announced together: an interruption between the two would leave results
         // with no `tool_end`
         yield* Effect.uninterruptible(Effect.suspend(() => {
@@ -499,9 +507,6 @@ const drive = (
     while (true) {
       const record = yield* journal.step("turn", state.steps + 1, undefined, TurnRecord, turnStep, replayTurn)
       if (record._tag === "Ended") return record.ending
-      const message = record.message
-      const calls = toolCallsOf(message)
-      const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
       if (decision._tag === "Finish") {
         if (decision.reason === "stop") {
           const boundary = yield* journal.step("stop", state.steps, undefined, BoundaryRecord, stopStep, replayBoundary)
@@ -518,8 +523,8 @@ const drive = (
         return { reason: decision.reason, error: decision.error }
       }
       if (answers !== undefined) startTurn(answers, calls)
-      const policyError = yield* runBatch(batch, state.steps, calls, (results) => appendResults(state, results))
-      if (policyError !== undefined) return { reason: "error", error: policyError }
+      yield* runBatch(batch, state.steps, calls, (results) => appendResults(state, results))
+      if (batch.policyError !== undefined) return { reason: "error", error: batch.policyError }
       if (answers !== undefined) {
         if (answers.accepted !== undefined) {
           // an accepted answer is the run's stop: as there, late steering and follow-ups restart it,
