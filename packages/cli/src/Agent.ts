@@ -683,7 +683,11 @@ const makeAgent = (
         controller.setRun(Effect.suspend(() =>
           controller.exitRequested() ? Effect.void : Effect.provideContext(abortRun(runId), r.context)
         ))
-        const outcome = yield* startRun({ runId, messages: runInput, systemPrompt, maxSteps: settings.maxSteps }).pipe(
+        // the answer's schema travels with the run as JSON Schema (a resumed run has it already)
+        const output = options.output === undefined ?
+          {} :
+          { output: { jsonSchema: options.output.jsonSchema, name: options.output.name } }
+        const outcome = yield* startRun({ runId, messages: runInput, systemPrompt, maxSteps: settings.maxSteps, ...output }).pipe(
           Effect.andThen(awaitRun(runId, { interval: "50 millis" })),
           Effect.provideContext(r.context),
           Effect.mapError((e) => new CliError(`durable run ${runId}: ${e.message}`)),
@@ -823,9 +827,6 @@ export const runCommand = (
   Effect.scoped(Effect.gen(function*() {
     if (flags.task.trim().length === 0) return yield* Effect.fail(new CliError("the task is empty"))
     const output = Option.isSome(flags.outputSchema) ? yield* readOutputSchema(flags.outputSchema.value) : undefined
-    if (output !== undefined && flags.durable) {
-      return yield* Effect.fail(new CliError("--output-schema cannot be used with --durable (durable runs have no typed answer yet)"))
-    }
     // --durable: the same command again resumes the run it started, when that was interrupted
     let sameTask = false
     if (flags.durable && !flags.continue && Option.isNone(flags.resume)) {

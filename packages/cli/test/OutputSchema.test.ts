@@ -2,7 +2,16 @@ import { assert, describe, it } from "@effect/vitest"
 import { mkdirSync, symlinkSync, writeFileSync } from "node:fs"
 import { execFileSync } from "node:child_process"
 import { join } from "node:path"
-import { jsonLines, makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
+import {
+  eventually,
+  jsonLines,
+  makeWorkspace,
+  providerFlags,
+  scriptServer,
+  sessionFiles,
+  startCli,
+  testEnv
+} from "./helpers/agent.ts"
 
 const SCHEMA = {
   type: "object",
@@ -45,6 +54,38 @@ describe("agentloop run --output-schema", () => {
     }
   }, 120_000)
 
+  it("--durable: killed with SIGKILL while the answer's turn streams, the same command again resumes the run and prints its answer", async () => {
+    const ws = makeWorkspace()
+    writeFileSync(join(ws, "answer.schema.json"), JSON.stringify(SCHEMA))
+    const server = await scriptServer((_body, index) =>
+      index === 0 ?
+        { calls: [{ id: "f1", name: "final_answer", args: { title: "calc", count: "two" } }] } :
+        index === 1 ?
+        { hang: true } :
+        { calls: [{ id: "f2", name: "final_answer", args: { title: "calc", count: 2 } }] }
+    )
+    const args = ["run", "--durable", "--yes", ...providerFlags(server), "--output-schema", "answer.schema.json", "summarise"]
+    try {
+      const first = startCli(args, { cwd: ws, env: testEnv(ws) })
+      assert.isTrue(await eventually(() => server.bodies.length === 2, 90_000), first.output() + first.stderr())
+      first.child.kill("SIGKILL")
+      await first.exited
+      const second = startCli(args, { cwd: ws, env: testEnv(ws) })
+      const { code } = await second.exited
+      assert.strictEqual(code, 0, second.output() + second.stderr())
+      assert.strictEqual(second.output(), `${JSON.stringify({ title: "calc", count: 2 }, null, 2)}\n`, "stdout holds the answer only")
+      assert.strictEqual(server.bodies.length, 3, "the interrupted turn was asked again, once; no request after the answer")
+      const tools = server.bodies[2]!.body["tools"] as Array<{ function: { name: string; parameters: unknown } }>
+      assert.deepStrictEqual(tools.find((t) => t.function.name === "final_answer")?.function.parameters, SCHEMA)
+      assert.include(JSON.stringify(server.bodies[2]!.body["messages"]), "Invalid final answer", "the journaled rejection is kept")
+      const [file] = sessionFiles(ws)
+      const end = jsonLines(file!).filter((l) => l["type"] === "run_end").at(-1)!
+      assert.deepStrictEqual([end["reason"], end["output"]], ["stop", { title: "calc", count: 2 }])
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+
   it("no valid answer within the bound: non-zero exit naming why, nothing on stdout", async () => {
     const ws = makeWorkspace()
     writeFileSync(join(ws, "answer.schema.json"), JSON.stringify(SCHEMA))
@@ -82,7 +123,7 @@ describe("agentloop run --output-schema", () => {
         run("--output-schema", "broken.json"),
         run("--output-schema", "ref.json"),
         run("--output-schema", "missing.json"),
-        run("--durable", "--output-schema", "ok.json")
+        run("--durable", "--output-schema", "broken.json")
       ])
       assert.strictEqual(broken.code, 2)
       assert.strictEqual(broken.err, "agentloop: --output-schema broken.json: not valid JSON at line 1, column 3\n")
@@ -91,7 +132,7 @@ describe("agentloop run --output-schema", () => {
       assert.strictEqual(missing.code, 2)
       assert.strictEqual(missing.err, "agentloop: --output-schema missing.json: cannot read it (ENOENT)\n")
       assert.strictEqual(durable.code, 2)
-      assert.include(durable.err, "--output-schema cannot be used with --durable")
+      assert.strictEqual(durable.err, "agentloop: --output-schema broken.json: not valid JSON at line 1, column 3\n")
       for (const r of [broken, ref, missing, durable]) assert.strictEqual(r.out, "")
       assert.strictEqual(server.bodies.length, 0, "no request was made")
       assert.deepStrictEqual(sessionFiles(ws), [], "no session was started")

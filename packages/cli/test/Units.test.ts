@@ -288,6 +288,6 @@ describe("a session written by 0.1, read through core's session records", () => 
       // the two runs that reported usage, summed by core's addUsage
       assert.strictEqual(summary.usage?.input, 6530 + 2600)
       assert.strictEqual(summary.usage?.cacheRead, 5100 + 2400)
-      assert.isUndefined(summary.usage?.cacheWrite)
+      assert.strictEqual(summary.usage?.cacheWrite, 0, "a run's usage counts a cache field nobody reported as 0")
     }))
 })

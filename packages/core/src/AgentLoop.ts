@@ -7,7 +7,7 @@
 import { Effect, Option } from "effect"
 import { EventSink } from "./EventSink.ts"
 import type { Executor } from "./Executor.ts"
-import { guardSink, runLoop } from "./internal/loop.ts"
+import { checkInput, guardSink, runLoop } from "./internal/loop.ts"
 import type { Model } from "./Model.ts"
 import type { OutputInput } from "./Output.ts"
 import type { AgentLoopOptions, AgentRunResult, AnswerOf } from "./Run.ts"
@@ -42,3 +42,17 @@ export const runAgentLoop: {
   )
 
 const dropEvents = () => Effect.void
+
+/**
+ * The bad-input error a run with these options ends with at once (SPEC §5: a malformed message, a
+ * result with no call, a transcript that ends with the model's answer, an invalid option...), or
+ * `undefined` when its input is good. It is the loop's own check: an engine that refuses bad input
+ * before it starts a run (a durable one) refuses it with the same words.
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const runInputError = (options: AgentLoopOptions): string | undefined => {
+  const checked = checkInput(options)
+  return checked.ok ? undefined : checked.error
+}

@@ -119,33 +119,6 @@ export const Usage = Schema.Struct({
 export type Usage = typeof Usage.Type
 
 /**
- * The sum of two usages, e.g. a run's total so far and one more turn's. A field missing on both
- * sides stays missing (a provider that never reports `cacheRead` or `cost` gets none in the sum);
- * missing on one side only, it counts as `0` there. `undefined` is "no usage reported": the sum
- * with it is the other side, as it is. Never mutates its arguments.
- *
- * @since 0.1.0
- * @category usage
- */
-export const addUsage = (a: Usage | undefined, b: Usage | undefined): Usage | undefined => {
-  if (a === undefined) return b
-  if (b === undefined) return a
-  const cacheRead = sumOptional(a.cacheRead, b.cacheRead)
-  const cacheWrite = sumOptional(a.cacheWrite, b.cacheWrite)
-  const cost = sumOptional(a.cost, b.cost)
-  return {
-    input: a.input + b.input,
-    output: a.output + b.output,
-    ...(cacheRead === undefined ? {} : { cacheRead }),
-    ...(cacheWrite === undefined ? {} : { cacheWrite }),
-    ...(cost === undefined ? {} : { cost })
-  }
-}
-
-const sumOptional = (x: number | undefined, y: number | undefined): number | undefined =>
-  x === undefined ? y : y === undefined ? x : x + y
-
-/**
  * @since 0.1.0
  * @category schemas
  */

@@ -6,7 +6,7 @@
 import type { Duration } from "effect"
 import { Effect, Queue, Schema } from "effect"
 import { ModelErrorReason } from "./Errors.ts"
-import { positiveDuration } from "./internal/common.ts"
+import { addUsageInto, positiveDuration } from "./internal/common.ts"
 import { AbortSignalSchema } from "./Executor.ts"
 import { RunReason } from "./LoopEvent.ts"
 import { Message, Usage, UserMessage } from "./Message.ts"
@@ -161,3 +161,16 @@ export interface AgentRunResult<A = unknown> extends Omit<typeof AgentRunResult.
  * @category models
  */
 export type AnswerOf<S> = S extends OutputSchema<infer A> ? A : S extends Schema.Top ? S["Type"] : unknown
+
+/**
+ * The sum of two usages (`undefined` stands for none): the counts added, `cacheRead` and
+ * `cacheWrite` counted as 0 where missing, `cost` summed once either has one. The run's own usage
+ * is summed this way over its turns and its sub-agents; use it for totals over several runs.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const addUsage = (total: Usage | undefined, usage: Usage | undefined): Usage | undefined =>
+  usage === undefined ?
+    total :
+    addUsageInto(total === undefined ? undefined : { cacheRead: 0, cacheWrite: 0, ...total }, usage)

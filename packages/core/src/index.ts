@@ -6,13 +6,12 @@
  * The modules whose flat names are short enough to collide in a program's scope (`ask`, `allow`,
  * `deny`, `decide`, ...) are also exported as namespaces, the way Effect's modules are used:
  * `Policy.ask`, `Policy.deny("why")`, `Decision.decideTurn`, `Transcript.errorResult`,
- * `Batch.deniedResult`, `Persistence.loadTranscript`.
+ * `Persistence.loadTranscript`.
  *
  * @since 0.1.0
  */
 export * from "./AgentLoop.ts"
 export * from "./AgentRun.ts"
-export * from "./Batch.ts"
 export * from "./Decision.ts"
 export * from "./Errors.ts"
 export * from "./EventSink.ts"
@@ -23,11 +22,12 @@ export * from "./Model.ts"
 export * from "./Output.ts"
 export * from "./Policy.ts"
 export * from "./Run.ts"
+export * from "./RunControl.ts"
+export * from "./RunJournal.ts"
 export * from "./SubAgent.ts"
 export * from "./Tool.ts"
 export * from "./ToolExecution.ts"
 export * from "./Transcript.ts"
-export * from "./Turn.ts"
 export * from "./Persistence.ts"
 export * from "./SessionRecord.ts"
 
@@ -52,13 +52,6 @@ export * as Decision from "./Decision.ts"
  * @category namespaces
  */
 export * as Transcript from "./Transcript.ts"
-/**
- * The pure pieces of a tool batch as a namespace: `Batch.batchStages`, `Batch.deniedResult`, ...
- *
- * @since 0.1.0
- * @category namespaces
- */
-export * as Batch from "./Batch.ts"
 /**
  * Saving and loading transcripts as a namespace: `Persistence.saveTranscript`, `Persistence.loadTranscript`, ...
  *

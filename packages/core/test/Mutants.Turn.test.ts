@@ -1,12 +1,14 @@
 /**
- * `streamTurn` on its own (it is public, for engines that run turns themselves): the outcome's
+ * `streamTurn` (internal: one model turn as the loop runs it) on its own: the outcome's
  * shape, and the `errorReason` taken from a typed `ModelError` (found unpinned by mutation
  * testing).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Stream } from "effect"
-import { Model, ModelError, streamTurn } from "@agentloop/core"
-import type { LoopEvent, ModelEvent, ModelRequest, TurnOutcome } from "@agentloop/core"
+import { Model, ModelError } from "@agentloop/core"
+import type { LoopEvent, ModelEvent, ModelRequest } from "@agentloop/core"
+import { streamTurn } from "../src/internal/turn.ts"
+import type { TurnOutcome } from "../src/internal/turn.ts"
 import { assistant, user } from "@agentloop/testkit"
 
 const request: ModelRequest = { messages: [user("go")], tools: [] }

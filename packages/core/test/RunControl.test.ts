@@ -261,7 +261,6 @@ describe("namespaces for names that collide", () => {
     assert.strictEqual(core.Policy.decide, core.decide)
     assert.strictEqual(core.Decision.decideTurn, core.decideTurn)
     assert.strictEqual(core.Transcript.skippedResult, core.skippedResult)
-    assert.strictEqual(core.Batch.deniedResult, core.deniedResult)
     assert.deepStrictEqual(testkit.Script.user("hi"), testkit.user("hi"))
     assert.strictEqual(testkit.Script.turn, testkit.turn)
   })

@@ -4,12 +4,21 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Option, Schedule, Schema } from "effect"
+import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
 import { DurableDeferred, WorkflowEngine } from "effect/workflow"
-import { prepareTranscript } from "@agentloop/core"
-import type { AgentRunResult, ApprovalAnswer, Message, UserMessage } from "@agentloop/core"
-import { DurableAgentRun } from "./DurableRun.ts"
+import {
+  isAcceptedAnswer,
+  isOutputInput,
+  outputSchemaFromJson,
+  runInputError,
+  toolCallsOf,
+  toOutputSchema
+} from "@agentloop/core"
+import type { AgentRunResult, ApprovalAnswer, Message, OutputDecodeError, OutputInput, UserMessage } from "@agentloop/core"
+import { DurableEventSink } from "./DurableEvent.ts"
+import { DurableAgentRun, DurableOutput } from "./DurableRun.ts"
 import { DurableStore } from "./DurableStore.ts"
+import { abortLocally } from "./internal/aborts.ts"
 import type { DurableStoreError, PendingApproval } from "./DurableStore.ts"
 
 /**
@@ -23,7 +32,14 @@ export class DurableRunInputError extends Schema.TaggedError<DurableRunInputErro
 }) {}
 
 /**
- * What starts a durable run. `runId` names it: starting the same `runId` again joins the run.
+ * What starts a durable run: what `runAgentLoop` accepts that can travel with a run, and `runId`,
+ * which names it (starting the same `runId` again joins the run).
+ *
+ * What is code stays on the runners (`durableRunnerLayer({ policy, transformContext, output })`);
+ * what is live in one process has a durable counterpart (`abortRun`, `steer`, `followUp`). Passing
+ * one of those here (`signal`, `steering`, `followUps`, `policy`, `transformContext`, or an
+ * `output` that is not a JSON Schema) is refused with a `DurableRunInputError` naming where it
+ * goes: never silently ignored.
  *
  * @since 0.1.0
  * @category models
@@ -33,7 +49,23 @@ export interface DurableRunOptions {
   readonly messages: ReadonlyArray<Message>
   readonly systemPrompt?: string | undefined
   readonly maxSteps?: number | undefined
+  /** The run's time limit, measured from its first start (as `runAgentLoop`'s `timeout`). */
+  readonly timeout?: Duration.Input | undefined
+  /** How long an approval may wait before it is answered denied (default: the runner's). */
+  readonly approvalTimeout?: Duration.Input | undefined
+  /** The output schema, as JSON Schema (see `DurableOutput`); default: the runner's `output`. */
+  readonly output?: DurableOutput | undefined
+  readonly outputRetries?: number | undefined
 }
+
+/** What cannot travel with a durable run, and what to use instead. */
+const refused: ReadonlyArray<readonly [string, string]> = [
+  ["signal", "an AbortSignal lives in one process: abort a durable run with abortRun(runId), from any process"],
+  ["steering", "a Queue lives in one process: push steering messages with steer(runId, message)"],
+  ["followUps", "a Queue lives in one process: push follow-up messages with followUp(runId, message)"],
+  ["policy", "a policy is code: give it to every runner, durableRunnerLayer({ policy })"],
+  ["transformContext", "a function is code: give it to every runner, durableRunnerLayer({ transformContext })"]
+]
 
 /**
  * The workflow execution id of a run.
@@ -124,21 +156,71 @@ export const listRuns = (): Effect.Effect<
 
 const checkOptions = (options: DurableRunOptions) =>
   Effect.gen(function*() {
+    if (typeof options !== "object" || options === null) {
+      return yield* new DurableRunInputError({ message: "bad input: options must be an object" })
+    }
     if (typeof options.runId !== "string" || options.runId.length === 0) {
       return yield* new DurableRunInputError({ message: "bad input: runId must be a non-empty string" })
     }
-    if (options.maxSteps !== undefined && !(Number.isInteger(options.maxSteps) && options.maxSteps > 0)) {
-      return yield* new DurableRunInputError({ message: "bad input: maxSteps must be a positive integer" })
+    for (const [key, instead] of refused) {
+      if ((options as unknown as Record<string, unknown>)[key] !== undefined) {
+        return yield* refuse(options.runId, `a durable run cannot take "${key}": ${instead}`)
+      }
     }
-    const prepared = prepareTranscript(options.messages)
-    if (!prepared.ok) return yield* new DurableRunInputError({ message: `bad input: ${prepared.error}` })
+    const output = options.output
+    if (output !== undefined && (isOutputInput(output) || !Schema.is(DurableOutput)(output))) {
+      return yield* refuse(
+        options.runId,
+        "a durable run takes its output schema as JSON Schema ({ jsonSchema, name?, description? }); an effect " +
+          "Schema or an OutputSchema is code: give it to every runner, durableRunnerLayer({ output })"
+      )
+    }
+    // the loop's own check of its input, so a refusal says what an in-memory run would end with
+    const error = runInputError({
+      messages: options.messages,
+      ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
+      ...(options.maxSteps === undefined ? {} : { maxSteps: options.maxSteps }),
+      ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
+      ...(options.approvalTimeout === undefined ? {} : { approvalTimeout: options.approvalTimeout }),
+      ...(options.outputRetries === undefined ? {} : { outputRetries: options.outputRetries })
+    })
+    if (error !== undefined) return yield* refuse(options.runId, error)
+    if (output !== undefined) {
+      yield* Effect.catch(
+        Effect.asVoid(outputSchemaFromJson(output.jsonSchema, output.name === undefined ? {} : { name: output.name })),
+        (e) => refuse(options.runId, `bad input: output: ${e.message}`)
+      )
+    }
+    const millis = (input: Duration.Input | undefined) =>
+      input === undefined ? undefined : Duration.toMillis(Duration.fromInputUnsafe(input))
+    const timeoutMs = millis(options.timeout)
+    const approvalTimeoutMs = millis(options.approvalTimeout)
     return {
       runId: options.runId,
-      messages: prepared.value,
+      // checked above; the loop repairs dangling calls itself, as in memory
+      messages: options.messages,
       ...(options.systemPrompt === undefined ? {} : { systemPrompt: options.systemPrompt }),
-      ...(options.maxSteps === undefined ? {} : { maxSteps: options.maxSteps })
+      ...(options.maxSteps === undefined ? {} : { maxSteps: options.maxSteps }),
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
+      ...(output === undefined ? {} : { output }),
+      ...(options.outputRetries === undefined ? {} : { outputRetries: options.outputRetries })
     }
   })
+
+/**
+ * Refuses a run: its one `turn_end` (reason `error`, no steps) goes to the `DurableEventSink`, as an
+ * in-memory run with bad input ends, and the caller gets the typed error; nothing starts.
+ */
+const refuse = (runId: string, message: string) =>
+  Effect.andThen(
+    Effect.flatMap(DurableEventSink, (sink) =>
+      Effect.catchCause(
+        Effect.suspend(() => sink.emit({ runId, step: 0, event: { type: "turn_end", reason: "error", steps: 0, error: message } })),
+        () => Effect.void
+      )),
+    Effect.fail(new DurableRunInputError({ message }))
+  )
 
 /**
  * The result of a run once it has ended; none while it runs, waits, or does not exist.
@@ -224,6 +306,8 @@ export const approve = (
  */
 export const abortRun = (runId: string): Effect.Effect<void, never, WorkflowEngine.WorkflowEngine> =>
   Effect.gen(function*() {
+    // the process that runs it stops its turn or calls now; every other one reads it from the journal
+    abortLocally(runId)
     const executionId = yield* executionIdOf(runId)
     const deferred = DurableDeferred.make("agentloop/abort")
     yield* DurableDeferred.succeed(deferred, {
@@ -251,3 +335,27 @@ export const steer = (runId: string, message: UserMessage) =>
  */
 export const followUp = (runId: string, message: UserMessage) =>
   Effect.flatMap(DurableStore, (store) => store.push(runId, "followUp", message))
+
+/**
+ * A durable run's result with its `output` decoded by `output`, the schema its runner used. A
+ * result crosses processes as JSON, so its `output` is the answer's JSON form (an effect `Schema`
+ * that turns a string into a `Date` gives the string); this decodes the accepted final answer the
+ * transcript holds, as the run did. A result without an output is returned as it is.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const decodeOutput = <A>(
+  result: AgentRunResult,
+  output: OutputInput<A>
+): Effect.Effect<AgentRunResult<A>, OutputDecodeError> =>
+  Effect.suspend(() => {
+    if (result.reason !== "stop" || !("output" in result)) return Effect.succeed(result as AgentRunResult<A>)
+    const schema = toOutputSchema(output)
+    const last = result.messages.at(-1)
+    const call = last?.role === "toolResult" && isAcceptedAnswer(last.details) ?
+      result.messages.flatMap((m) => m.role === "assistant" ? toolCallsOf(m) : []).findLast((c) => c.id === last.toolCallId) :
+      undefined
+    if (call === undefined) return Effect.succeed(result as AgentRunResult<A>)
+    return Effect.map(schema.decode(call.arguments), (value) => ({ ...result, output: value }))
+  })

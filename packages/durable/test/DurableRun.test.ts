@@ -250,7 +250,7 @@ describe("abort, steering and follow-ups from outside", () => {
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
     }))
 
-  it.effect("abort during a batch: the running call finishes, calls not started are skipped, no new request", () =>
+  it.effect("abort during a batch reaches it as in memory: the running call is interrupted, calls not started are skipped, no new request", () =>
     Effect.gen(function*() {
       const gate = makeGatedTool("g")
       const probe = probeTool(echoTool("later"))
@@ -260,10 +260,13 @@ describe("abort, steering and follow-ups from outside", () => {
       const fiber = yield* runDurable({ runId: "ab2", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* gate.started("a")
       yield* abortRun("ab2").pipe(h.provide)
-      yield* gate.release("a")
       const result = yield* Fiber.join(fiber)
       assert.strictEqual(result.reason, "aborted")
-      assert.deepStrictEqual(texts(result), ["a:a done", "b:Tool call was not executed because the run was aborted."])
+      assert.deepStrictEqual(texts(result), [
+        "a:Tool call was interrupted before it finished.",
+        "b:Tool call was not executed because the run was aborted."
+      ])
+      assert.deepStrictEqual(results(result)[0]!.details, { interrupted: true })
       assert.strictEqual(yield* x.executions, 0)
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
     }))
@@ -370,5 +373,56 @@ describe("how a run ends", () => {
       assert.match(error.message, /bad input/)
       const zero = yield* startRun({ runId: "bad2", messages: [user("x")], maxSteps: 0 }).pipe(h.provide, Effect.flip)
       assert.match(zero.message, /maxSteps/)
+    }))
+
+  it.effect("what cannot travel with a run is refused with a typed error naming where it goes; nothing starts", () =>
+    Effect.gen(function*() {
+      const h = yield* makeHarness([turn.text("never")], [])
+      const refused = (extra: Record<string, unknown>) =>
+        startRun({ runId: "rf", messages: [user("x")], ...extra } as never).pipe(h.provide, Effect.flip)
+      const signal = yield* refused({ signal: new AbortController().signal })
+      assert.strictEqual(signal._tag, "DurableRunInputError")
+      assert.match(signal.message, /cannot take "signal".*abortRun/)
+      assert.match((yield* refused({ policy: () => allow })).message, /durableRunnerLayer\(\{ policy \}\)/)
+      assert.match((yield* refused({ transformContext: Effect.succeed })).message, /durableRunnerLayer\(\{ transformContext \}\)/)
+      assert.match((yield* refused({ output: Schema.Struct({ n: Schema.Number }) })).message, /durableRunnerLayer\(\{ output \}\)/)
+      // the loop's own bad-input words, and the run's one turn_end
+      const tail = yield* refused({ messages: [user("x"), { role: "assistant", content: [], stopReason: "stop" }] })
+      assert.match(tail.message, /^bad input: the messages end with the model's answer/)
+      assert.deepStrictEqual(h.events.filter((e) => e.event.type === "turn_end").length, 5)
+      assert.strictEqual((yield* h.model.requests).length, 0)
+    }))
+
+  it.effect("an output schema travels as JSON Schema: the run ends with its decoded answer", () =>
+    Effect.gen(function*() {
+      const input = [user("go")]
+      const h = yield* makeHarness([turn.finalAnswer("f1", { n: "x" }), turn.finalAnswer("f2", { n: 2 })], [])
+      const result = yield* runDurable({
+        runId: "out",
+        messages: input,
+        output: { jsonSchema: { type: "object", properties: { n: { type: "number" } }, required: ["n"] } }
+      }).pipe(h.provide)
+      assert.strictEqual(result.reason, "stop")
+      assert.deepStrictEqual(result.output, { n: 2 })
+      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+      const bad = yield* startRun({ runId: "out2", messages: input, output: { jsonSchema: { type: "nonsense" } } }).pipe(
+        h.provide,
+        Effect.flip
+      )
+      assert.match(bad.message, /^bad input: output: unsupported JSON Schema/)
+    }))
+
+  it.effect("a malformed steering message ends the run error, as in memory", () =>
+    Effect.gen(function*() {
+      const gate = makeGatedTool("g")
+      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g")]), turn.text("never")], [gate.tool])
+      const fiber = yield* runDurable({ runId: "ms", messages: [user("go")] }).pipe(h.provide, Effect.forkChild)
+      yield* gate.started("a")
+      yield* steer("ms", { role: "user", content: 42 } as never).pipe(h.provide)
+      yield* gate.release("a")
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result.reason, "error")
+      assert.match(result.error!, /^bad input: a steering message is not a valid user message/)
+      assert.strictEqual((yield* h.model.requests).length, 1)
     }))
 })

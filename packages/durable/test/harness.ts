@@ -88,7 +88,9 @@ export const makeHarness = (
     const layer = durableRunnerLayer(config).pipe(
       Layer.provideMerge(WorkflowEngine.layerMemory),
       Layer.provideMerge(memoryStoreLayer),
-      Layer.provide(Layer.mergeAll(model.layer, toolExecutorLayer(tools) as Layer.Layer<Executor>, sink, extra))
+      Layer.provide(Layer.mergeAll(model.layer, toolExecutorLayer(tools) as Layer.Layer<Executor>, extra)),
+      // the client's calls see the sink too (a refused run's turn_end)
+      Layer.provideMerge(sink)
     )
     const context = yield* Layer.build(layer)
     return { layer, provide: (effect) => Effect.provide(effect, context), model, events, awaitEvent }

@@ -23,6 +23,10 @@
  *   whose own script is generated with the same faults (and sometimes an output schema), so aborts
  *   and hangs land inside children too.
  *
+ * The loop runs in memory (`runAgentLoop`) unless `FaultSetup.engine` gives another engine: the same
+ * plan then runs there (a durable loop, say), so two engines can be compared run by run
+ * (`FaultRunReport.result`), with the plans every engine can stop (`withAbortStops`).
+ *
  * Checks on every run: the three invariants and their bookkeeping (`checkInvariants`, for the
  * sub-agent runs too), no tool call executed twice, none executed from a turn that must not
  * execute, no more requests than `maxSteps`, none at all for a pre-aborted run or bad input, the
@@ -56,6 +60,7 @@ import type {
   AnyTool,
   LoopEvent,
   Message,
+  Model,
   ModelEvent,
   ToolCall,
   ToolResultMessage
@@ -530,6 +535,8 @@ export interface FaultRunReport {
   /** The faults the run actually met (`faultsOf` lists the planned ones, reached or not). */
   readonly exercised: ReadonlyArray<string>
   readonly violations: ReadonlyArray<string>
+  /** The run's result (none when its fiber was interrupted, or it did not end). */
+  readonly result?: AgentRunResult | undefined
 }
 
 /**
@@ -545,7 +552,41 @@ export interface FaultSetup {
   readonly executor?: ((layer: Layer.Layer<Executor>) => Layer.Layer<Executor>) | undefined
   /** Longest a run may take before it counts as hung (default 10 seconds, real time). */
   readonly timeout?: Duration.Input | undefined
+  /**
+   * The engine that runs the loop (default: `runAgentLoop`, in memory). Another engine (a durable
+   * one) gets the run's options and the layers of its model, executor and sink, and gives the
+   * result. It is stopped through the options' `signal` only: run it with plans whose stops are
+   * aborts (`withAbortStops`).
+   */
+  readonly engine?: FaultEngine | undefined
+  /** More options for a plan's run (a `transformContext`, a `policy`...), made afresh for each run. */
+  readonly options?: ((plan: FaultPlan) => Partial<AgentLoopOptions>) | undefined
 }
+
+/**
+ * An engine the fault runner can run plans on (see `FaultSetup.engine`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FaultEngine {
+  readonly run: (
+    options: AgentLoopOptions,
+    layers: Layer.Layer<Model | Executor | EventSink>
+  ) => Effect.Effect<AgentRunResult>
+}
+
+/**
+ * The plan with each stop from outside made an abort at the same event (an interruption of the
+ * run's fiber, or `AgentRun.abort`, is an abort by the signal): the plans every engine can run.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const withAbortStops = (plan: FaultPlan): FaultPlan =>
+  plan.stop.kind === "interrupt" || plan.stop.kind === "runAbort" ?
+    { ...plan, stop: { kind: "abort", atEvent: plan.stop.atEvent } } :
+    plan
 
 const textPieces = (n: number): Array<string> => Array.from({ length: n }, (_, i) => `p${i} `)
 
@@ -865,14 +906,23 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
       messages: input.messages,
       maxSteps: plan.input === "badMaxSteps" ? 0 : plan.maxSteps,
       signal: controller.signal,
-      ...(plan.output === true ? { output: FaultAnswer } : {})
+      ...(plan.output === true ? { output: FaultAnswer } : {}),
+      ...setup.options?.(plan)
     } as unknown as AgentLoopOptions
     if (plan.stop.kind !== "none" && plan.stop.atEvent === 0) stopper.fire()
 
     const layers = Layer.mergeAll(model.layer, executor, sink)
     let result: AgentRunResult | undefined
     let interrupted = false
-    const run: Effect.Effect<void> = plan.stop.kind === "runAbort" ?
+    const engine = setup.engine
+    if (engine !== undefined && (plan.stop.kind === "interrupt" || plan.stop.kind === "runAbort")) {
+      violations.push(`an engine's run is stopped by its signal only, not by "${plan.stop.kind}" (use withAbortStops)`)
+    }
+    const run: Effect.Effect<void> = engine !== undefined ?
+      Effect.map(engine.run(options, layers), (r) => {
+        result = r
+      }) :
+      plan.stop.kind === "runAbort" ?
       Effect.scoped(Effect.gen(function*() {
         const started = yield* startAgentLoop(options)
         yield* Effect.raceFirst(Deferred.await(trigger), Effect.asVoid(started.result))
@@ -967,7 +1017,8 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
       events: events.length,
       requests: requests.length,
       toolExecutions: executed.length,
-      violations
+      violations,
+      result
     }
   })
 

@@ -9,6 +9,7 @@ import { callbackSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/c
 import type { AgentLoopOptions, AgentRunResult, AnyTool, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
 import { checkInvariants } from "./Invariants.ts"
 import type { InvariantViolation } from "./Invariants.ts"
+import type { FaultEngine } from "./FaultInjection.ts"
 import { makeRecordingSink } from "./RecordingSink.ts"
 import { makeScriptedModel } from "./ScriptedModel.ts"
 import type { ScriptedModel, ScriptedTurn } from "./ScriptedModel.ts"
@@ -53,14 +54,29 @@ export const runScripted = (
     const sink = yield* makeRecordingSink()
     const messages = options.messages ?? [user("start")]
     const executorLayer = executor ?? (toolExecutorLayer(tools ?? []) as Layer.Layer<Executor>)
-    const result = yield* runAgentLoop({ ...options, messages }).pipe(
-      Effect.provide(Layer.mergeAll(model.layer, sink.layer, executorLayer))
-    )
+    const layers = Layer.mergeAll(model.layer, sink.layer, executorLayer)
+    const engine = scriptedEngine
+    const result = engine === undefined ?
+      yield* runAgentLoop({ ...options, messages }).pipe(Effect.provide(layers)) :
+      yield* engine.run({ ...options, messages }, layers)
     yield* model.verify()
     const events = yield* sink.events
     const requests = yield* model.requests
     return { result, events, requests, violations: checkInvariants({ input: messages, result, events, requests }) }
   })
+
+let scriptedEngine: FaultEngine | undefined
+
+/**
+ * Makes `runScripted` run its runs on `engine` (a durable one, say) instead of `runAgentLoop`, or
+ * in memory again (`undefined`): to run a suite written against `runScripted` on another engine.
+ *
+ * @since 0.1.0
+ * @category runs
+ */
+export const useScriptedEngine = (engine: FaultEngine | undefined): void => {
+  scriptedEngine = engine
+}
 
 /**
  * A scripted run started in the background, for tests that act while it runs (release gates,

@@ -3,8 +3,8 @@
  * `node --expose-gc cell.ts <provider> <contender> <server url>`. Reads a small stream once (warm-up),
  * then the large one timed, then the large one again sampling the live heap; prints one JSON line.
  *
- * Contenders: `agentloop` (the provider's `Model` layer, consumed by core's `streamTurn` as the
- * loop consumes it: every event, then the final message), `agentloop-before` (the same, with the
+ * Contenders: `agentloop` (the provider's `Model` layer, consumed by core's loop: one turn of
+ * `runAgentLoop`, every event, then the final message; its calls go to an executor without tools), `agentloop-before` (the same, with the
  * providers module at the path in `BENCH_PROVIDERS_BEFORE`: another checkout's
  * `packages/providers/src/index.ts`, to compare two versions under the same load), `sdk` (the official client's raw
  * streaming iterator: events only, nothing assembled), `sdk-final` (the official client's stream
@@ -14,7 +14,7 @@
  */
 import Anthropic from "@anthropic-ai/sdk"
 import { Effect, Layer } from "effect"
-import { Model, streamTurn } from "@agentloop/core"
+import { EventSink, Executor, Model, runAgentLoop } from "@agentloop/core"
 import type { AssistantMessage, ModelRequest } from "@agentloop/core"
 import * as Providers from "@agentloop/providers"
 import { getHeapStatistics } from "node:v8"
@@ -79,6 +79,12 @@ const digestOf = (message: AssistantMessage): string => {
   return `${message.stopReason} text=${text} calls=${calls} args=${args}`
 }
 
+/** The executor of the bench's one turn: no tools (its calls are answered unknown, not run). */
+const noTools = Executor.of({
+  definitions: [],
+  execute: (call) => Effect.die(new Error(`no tool ${call.name}`))
+})
+
 const agentloopReader = async (provider: ProviderKey, before = false): Promise<Reader> => {
   const path = process.env["BENCH_PROVIDERS_BEFORE"]
   if (before && path === undefined) throw new Error("agentloop-before needs BENCH_PROVIDERS_BEFORE")
@@ -94,14 +100,21 @@ const agentloopReader = async (provider: ProviderKey, before = false): Promise<R
       model = await Effect.runPromise(Effect.provide(Effect.service(Model), modelFor(base) as Layer.Layer<Model>))
       models.set(base, model)
     }
-    const emit = () => {
-      onEvent()
-      return Effect.void
-    }
-    const outcome = await Effect.runPromise(streamTurn(model, request, emit, undefined))
-    if (outcome._tag !== "Message") throw new Error(`agentloop: ${JSON.stringify(outcome.outcome)}`)
+    const sink = EventSink.of({
+      emit: (event) => {
+        if (event.type === "model_event") onEvent()
+        return Effect.void
+      }
+    })
+    const result = await Effect.runPromise(runAgentLoop({ messages: request.messages, maxSteps: 1 }).pipe(
+      Effect.provideService(Model, model),
+      Effect.provideService(Executor, noTools),
+      Effect.provideService(EventSink, sink)
+    ))
+    const message = result.messages.find((m): m is AssistantMessage => m.role === "assistant")
+    if (message === undefined) throw new Error(`agentloop: ${result.reason}: ${result.error ?? ""}`)
     onEvent() // the final `done`
-    return digestOf(outcome.message)
+    return digestOf(message)
   }
 }
 

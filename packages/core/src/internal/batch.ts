@@ -2,25 +2,32 @@
  * One tool batch: every call of one assistant message answered exactly once, in call order,
  * whatever happens.
  *
- * - The policy is consulted before each call: denied calls get a skipped result (`denied`);
- *   `ask` emits an `approval_request` and waits for the caller's answer.
+ * - The policy is consulted before each call (the step `policy/<n>/<i>`): denied calls get a
+ *   skipped result (`denied`); `ask` asks the journal for an approval and waits for the answer; a
+ *   policy that fails answers its call with an error result (it does not run) and ends the run
+ *   `error` once the batch is answered.
+ * - Each call is the step `call/<n>/<i>`, whose value is the call's result.
  * - Calls run concurrently (up to `ToolConcurrency`), except `exclusive` tools, which run alone:
  *   calls before them finish first, calls after them start after them.
  * - A call over its time limit is interrupted and answered with a timeout error.
- * - An abort (`signal`) or an interruption of the run stops what is running or waiting; the
- *   finalizer answers every call left (interrupted, or skipped when it never started) before
- *   anything else can look at the results.
+ * - An abort (`signal`) stops what is running or waiting, on every engine the same way: the batch
+ *   is stopped from outside and its finalizer answers every call left (interrupted, or skipped
+ *   when it never started) before anything else can look at the results. A journal that replays
+ *   answers those calls' steps on a replay from their claims (a call claimed is answered
+ *   interrupted, one never claimed skipped): the same results.
  */
-import { Deferred, Duration, Effect, Fiber, Option, Semaphore } from "effect"
-import { batchStages, deniedResult, interruptedResult, runToolCall } from "../Batch.ts"
+import { Duration, Effect, Exit, Fiber, Semaphore } from "effect"
+import { batchStages, deniedResult, interruptedResult, runToolCall } from "./toolCall.ts"
 import type { ExecutorShape } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
 import { decide } from "../Policy.ts"
 import type { ApprovalAnswer, ToolPolicy } from "../Policy.ts"
-import { skippedResult } from "../Transcript.ts"
-import { abortRunningCalls, awaitAbort, changeAndEmit, RunningCalls } from "./common.ts"
+import type { RunJournalShape } from "../RunJournal.ts"
+import { errorResult, skippedResult } from "../Transcript.ts"
+import { abortRunningCalls, awaitAbort, changeAndEmit, describeCause, RunningCalls } from "./common.ts"
 import type { Emit } from "./common.ts"
+import { CallRecord, PolicyRecord } from "./records.ts"
 
 /** What a batch needs from its run. */
 export interface BatchSettings {
@@ -28,6 +35,7 @@ export interface BatchSettings {
   readonly emit: Emit
   readonly signal: AbortSignal | undefined
   readonly policy: ToolPolicy | undefined
+  readonly journal: RunJournalShape
   /** Answers given with `always: true`, by tool name, for the whole run. */
   readonly remembered: Map<string, ApprovalAnswer>
   /** The executor's definitions by name, as read for the current turn. */
@@ -40,6 +48,10 @@ export interface BatchSettings {
   readonly traced: boolean
   /** The name of the run's final-answer tool, if it has an output schema: its calls skip the policy. */
   readonly finalAnswer: string | undefined
+  /** Set by a batch whose policy failed on a call: the run's error (the run ends with it). */
+  policyError: string | undefined
+  /** Brings the final-answer state up to a replayed call's result (a journal that replays). */
+  readonly replayAnswer: ((call: ToolCall) => Effect.Effect<void>) | undefined
 }
 
 /** The call's span, `agentloop.tool`, with its outcome. */
@@ -51,97 +63,170 @@ const traceCall = (call: ToolCall, ran: Effect.Effect<ToolResultMessage>) =>
     })
   )
 
+/** The policy's decision for a call, or how it failed (as data: a failure is the run's, not the batch's). */
+const decidePolicy = (policy: ToolPolicy, call: ToolCall, definition: ToolDefinition | undefined) =>
+  Effect.map(Effect.exit(decide(policy, call, definition)), (exit): PolicyRecord =>
+    Exit.isSuccess(exit) ?
+      exit.value :
+      { _tag: "Failed", error: `the run's policy failed on call "${call.id}" (${call.name}): ${describeCause(exit.cause)}` })
+
+/** The result of a call its policy could not decide: it does not run. */
+const policyFailedResult = (call: ToolCall, error: string): ToolResultMessage =>
+  errorResult(call, `Tool call was not executed because ${error}`, { skipped: true, reason: "policy-failed" })
+
+const allowed: PolicyRecord = { _tag: "Allow" }
+const abortedFirst: PolicyRecord = { _tag: "Aborted" }
+
+/** What comes of a call before it may start: it runs, or it is answered at once. */
+type Verdict = { readonly run: true } | { readonly run: false; readonly result: ToolResultMessage }
+const runs: Verdict = { run: true }
+const noReplay = () => Effect.void
+
 /**
- * Runs the batch and hands the results, in call order, to `onDone` (synchronously, in the
- * finalizer, so nothing can come between the last result and the transcript).
+ * Runs the batch of step `step` and hands the results, in call order, to `onDone` (synchronously,
+ * so nothing can come between the last result and the transcript). A policy that failed leaves its
+ * error in `settings.policyError`.
  */
 export const runBatch = (
   settings: BatchSettings,
+  step: number,
   calls: ReadonlyArray<ToolCall>,
   onDone: (results: ReadonlyArray<ToolResultMessage>) => void
 ): Effect.Effect<void> => {
-  const { executor, emit, signal, policy, remembered, definitions } = settings
+  const { executor, emit, signal, policy, remembered, definitions, journal } = settings
+  const replays = journal.replays
   const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
   const started: Array<boolean> = new Array(calls.length).fill(false)
   // records the result and announces it, together (called only where the effect runs next)
-  const finish = (index: number, result: ToolResultMessage): Effect.Effect<void> =>
-    changeAndEmit(emit, () => {
+  const finish = (index: number, result: ToolResultMessage): Effect.Effect<ToolResultMessage> => {
+    const announced = changeAndEmit(emit, () => {
       results[index] = result
     }, { type: "tool_end", result })
-
-  const approved: ApprovalAnswer = { approved: true }
-  const approve = (call: ToolCall): Effect.Effect<ApprovalAnswer> =>
-    Effect.suspend(() => {
-      if (policy === undefined || call.name === settings.finalAnswer) return Effect.succeed({ approved: true })
-      return Effect.flatMap(decide(policy, call, definitions.get(call.name)), (decision) => {
-        if (decision._tag === "Allow") return Effect.succeed({ approved: true })
-        if (decision._tag === "Deny") return Effect.succeed({ approved: false, reason: decision.reason })
-        const known = remembered.get(call.name)
-        if (known !== undefined) return Effect.succeed(known)
-        const answer = Deferred.makeUnsafe<ApprovalAnswer>()
-        const limit = settings.approvalTimeout
-        const awaited = limit === undefined ? Deferred.await(answer) : Effect.flatMap(
-          Effect.timeoutOption(Deferred.await(answer), limit),
-          (given) =>
-            Option.isSome(given) ? Effect.succeed(given.value) : Effect.andThen(
-              // answer the request (a late answer from a UI is then ignored), unless one came just now
-              Deferred.succeed(answer, { approved: false, reason: "approval timed out" }),
-              Deferred.await(answer)
-            )
-        )
-        return emit({ type: "approval_request", call, id: call.id, answer }).pipe(
-          Effect.andThen(awaited),
-          Effect.tap((given) => Effect.sync(() => given.always === true && remembered.set(call.name, given)))
-        )
-      })
-    })
-
-  /** Runs call `index` (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
-  const oneNow = (index: number): Effect.Effect<void> => {
-    if (signal?.aborted) return Effect.void
-    const call = calls[index]!
-    const run = (answer: ApprovalAnswer): Effect.Effect<void> => {
-      if (!answer.approved) return finish(index, deniedResult(call, answer.reason))
-      if (signal?.aborted) return Effect.void
-      started[index] = true
-      const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
-      const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
-      const announced = emit({ type: "tool_start", call })
-      const execution = runToolCall(executor, call, emit, timeout)
-      // (a sink that took the event at once has nothing left to run)
-      const ran = announced === Effect.void ? execution : Effect.andThen(announced, execution)
-      return Effect.flatMap(settings.traced ? traceCall(call, ran) : ran, (result) => finish(index, result))
-    }
-    // without a policy every call is approved: no need to ask
-    return policy === undefined ? run(approved) : Effect.flatMap(approve(call), run)
+    return announced === Effect.void ? Effect.succeed(result) : Effect.as(announced, result)
   }
-  const one = (index: number): Effect.Effect<void> => Effect.suspend(() => oneNow(index))
+
+  /** The policy's decision on call `index` (the step `policy/<n>/<i>`). */
+  const decisionOf = (index: number, call: ToolCall): Effect.Effect<PolicyRecord> =>
+    journal.step(
+      "policy",
+      step,
+      index,
+      PolicyRecord,
+      Effect.suspend(() => signal?.aborted ? Effect.succeed(abortedFirst) : decidePolicy(policy!, call, definitions.get(call.name))),
+      noReplay
+    )
+
+  /** The verdict on call `index` once its policy decided: at once, or after the approval it asks for. */
+  const verdictOf = (index: number, call: ToolCall, decision: PolicyRecord): Effect.Effect<Verdict> => {
+    switch (decision._tag) {
+      case "Allow":
+        return Effect.succeed(runs)
+      case "Aborted":
+        return Effect.succeed({ run: false, result: skippedResult(call, "aborted") })
+      case "Deny":
+        return Effect.succeed({ run: false, result: deniedResult(call, decision.reason) })
+      case "Failed":
+        settings.policyError ??= decision.error
+        return Effect.succeed({ run: false, result: policyFailedResult(call, decision.error) })
+      case "Ask": {
+        const known = remembered.get(call.name)
+        if (known !== undefined) return Effect.succeed(verdictOfAnswer(call, known))
+        return Effect.map(journal.approval(step, index, call, emit, settings.approvalTimeout), (outcome) => {
+          if (outcome._tag === "Aborted") return { run: false, result: skippedResult(call, "aborted") }
+          if (outcome.answer.always === true) remembered.set(call.name, outcome.answer)
+          return verdictOfAnswer(call, outcome.answer)
+        })
+      }
+    }
+  }
+
+  /** Call `index` as it runs: started, executed. */
+  const execute = (index: number, call: ToolCall, idempotencyKey: string | undefined): Effect.Effect<ToolResultMessage> => {
+    started[index] = true
+    const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
+    const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
+    const announced = emit({ type: "tool_start", call })
+    const execution = runToolCall(
+      executor,
+      call,
+      emit,
+      timeout,
+      idempotencyKey === undefined ? undefined : { idempotencyKey }
+    )
+    // (a sink that took the event at once has nothing left to run)
+    const ran = announced === Effect.void ? execution : Effect.andThen(announced, execution)
+    return settings.traced ? traceCall(call, ran) : ran
+  }
+
+  /** The step of call `index`, once its verdict is known. */
+  const callStep = (index: number, call: ToolCall, verdict: Verdict): Effect.Effect<unknown> =>
+    journal.step(
+      "call",
+      step,
+      index,
+      CallRecord,
+      Effect.suspend((): Effect.Effect<ToolResultMessage> => {
+        if (!verdict.run) return finish(index, verdict.result)
+        const claim = journal.claim
+        if (claim === undefined) {
+          if (signal?.aborted) return finish(index, skippedResult(call, "aborted"))
+          return Effect.flatMap(execute(index, call, undefined), (result) => finish(index, result))
+        }
+        return Effect.flatMap(claim(step, index, call, definitions.get(call.name)), (claimed) => {
+          // a call found started before was running when its process died, or when the run was
+          // aborted (answered then by the batch, not by its step): it is answered as it was then
+          if (signal?.aborted) {
+            return finish(index, claimed.again ? interruptedResult(call) : skippedResult(call, "aborted"))
+          }
+          if (claimed.again && claimed.atMostOnce) return finish(index, interruptedResult(call))
+          return Effect.flatMap(execute(index, call, claimed.idempotencyKey), (result) => finish(index, result))
+        })
+      }),
+      // (only a journal that replays calls it: in memory no closure is made)
+      replays ?
+        (result) => {
+          results[index] = result
+          return settings.replayAnswer !== undefined && call.name === settings.finalAnswer ?
+            settings.replayAnswer(call) :
+            Effect.void
+        } :
+        noReplay
+    )
+
+  /** Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
+  const oneNow = (index: number): Effect.Effect<unknown> => callStep(index, calls[index]!, runs)
+  const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
 
   /**
-   * The calls of a stage, concurrently, in a fiber of their own whose calls register their
-   * controllers in `running` and run in the fibers `forEach` gives them (see runToolCall): when
-   * the stage is interrupted (an abort, the run's interruption), every running call's signal fires
-   * first, then the fiber and its calls are interrupted. So a tool's signal fires before its own
-   * interrupt finalizers with one fiber per call instead of two.
+   * `f` for each of `items`, at most `ToolConcurrency` at a time. The cap is a semaphore over items
+   * all forked at once, not forEach's own bound: a bounded forEach starts the next item from the
+   * observer of one that ended, and when that start ends another item synchronously (a call's
+   * tool_start reached a sink whose callback interrupts the run, whose stage then fires the running
+   * calls' signals), it re-enters its loop and starts the same item again (effect 4.1: a call ran
+   * twice). Unbounded, forEach never starts an item from an observer.
    */
-  const concurrently = (stage: ReadonlyArray<number>): Effect.Effect<void> => {
-    const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
-    // A cap is a semaphore over calls that are all forked at once, not forEach's own bound: a bounded
-    // forEach starts the next call from the observer of one that ended, and when that start ends
-    // another call synchronously (its tool_start reached a sink whose callback interrupts the run,
-    // whose stage fires the running calls' signals), forEach re-enters its loop and starts the same
-    // call again (effect 4.1). Unbounded, forEach never starts a call from an observer.
+  const capped = <A, D extends boolean>(
+    items: ReadonlyArray<number>,
+    f: (item: number) => Effect.Effect<A>,
+    discard: D
+  ): Effect.Effect<D extends true ? void : Array<A>> => {
     const cap = settings.concurrency
-    const gate = cap === "unbounded" || cap >= stage.length ? undefined : Semaphore.makeUnsafe(cap)
-    const stageCalls = Effect.provideService(
-      Effect.forEach(
-        stage,
-        gate === undefined ? oneNow : (index) => gate.withPermits(1)(one(index)),
-        { concurrency: "unbounded", discard: true }
-      ),
-      RunningCalls,
-      running
-    )
+    const gate = cap === "unbounded" || cap >= items.length ? undefined : Semaphore.makeUnsafe(cap)
+    const each = gate === undefined ? f : (item: number) => gate.withPermits(1)(Effect.suspend(() => f(item)))
+    return Effect.forEach(items, each, { concurrency: "unbounded", discard }) as Effect.Effect<D extends true ? void : Array<A>>
+  }
+
+  /**
+   * The calls of a stage, concurrently (`run(item)` for each of `items`), in a fiber of their
+   * own whose calls register their controllers in `running` and run in the fibers `forEach` gives
+   * them (see runToolCall): when the stage is interrupted (an abort, the run's interruption),
+   * every running call's signal fires first, then the fiber and its calls are interrupted. So a
+   * tool's signal fires before its own interrupt finalizers with one fiber per call instead of
+   * two.
+   */
+  const concurrently = (items: ReadonlyArray<number>, run: (item: number) => Effect.Effect<unknown>): Effect.Effect<void> => {
+    const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
+    const stageCalls = Effect.provideService(capped(items, run, true), RunningCalls, running)
     return Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(
         Effect.forkChild(restore(stageCalls), { startImmediately: true }),
@@ -154,32 +239,67 @@ export const runBatch = (
     )
   }
 
+  /**
+   * A stage with a policy: first the policy's decision on each of its calls, then the calls, those
+   * that ask for an approval last (so the calls that need no answer are running before an approval
+   * parks: a durable engine suspends the run once every branch waits and no step is in flight).
+   */
+  const decidedStage = (stage: ReadonlyArray<number>): Effect.Effect<unknown> =>
+    Effect.flatMap(
+      capped(stage, (index): Effect.Effect<PolicyRecord> => {
+        const call = calls[index]!
+        return call.name === settings.finalAnswer ? Effect.succeed(allowed) : decisionOf(index, call)
+      }, false),
+      (decisions) => {
+        const order = stage.map((index, k) => ({ index, decision: decisions[k] }))
+          .sort((a, b) => Number(a.decision._tag === "Ask") - Number(b.decision._tag === "Ask"))
+        const go = (k: number): Effect.Effect<unknown> => {
+          const { decision, index } = order[k]!
+          const call = calls[index]!
+          return Effect.flatMap(verdictOf(index, call, decision), (verdict) => callStep(index, call, verdict))
+        }
+        return order.length === 1 ? Effect.suspend(() => go(0)) : concurrently(order.map((_, k) => k), go)
+      }
+    )
+
   // a batch of one call runs in the run's own fiber (forking one child to join it at once buys nothing)
-  const batch = calls.length === 1 ?
+  const batch = policy !== undefined ?
+    Effect.forEach(batchStages(calls, definitions), decidedStage, { discard: true }) :
+    calls.length === 1 ?
     one(0) :
     Effect.forEach(
       batchStages(calls, definitions),
-      (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage),
+      (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage, oneNow),
       { discard: true }
     )
-  const raced = signal === undefined ? batch : Effect.raceFirst(batch, awaitAbort(signal))
-  return Effect.ensuring(
-    raced,
-    Effect.suspend(() => {
-      const pending: Array<number> = []
-      for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
-      if (pending.length === 0) {
-        // every call answered (the usual ending): hand the results over now
-        onDone(results as Array<ToolResultMessage>)
-        return Effect.void
-      }
-      return Effect.andThen(
-        Effect.forEach(pending, (index) => {
-          const call = calls[index]!
-          return finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
-        }, { discard: true }),
-        Effect.sync(() => onDone(results as Array<ToolResultMessage>))
-      )
-    })
-  )
+  // (a replayed batch of an aborted run: each step answers the abort itself, as it was answered then)
+  const raced = signal === undefined || (replays && signal.aborted) ? batch : Effect.raceFirst(batch, awaitAbort(signal))
+  const answerLeft = Effect.suspend(() => {
+    const pending: Array<number> = []
+    for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
+    if (pending.length === 0) {
+      // every call answered (the usual ending): hand the results over now
+      onDone(results as Array<ToolResultMessage>)
+      return Effect.void
+    }
+    return Effect.andThen(
+      Effect.forEach(pending, (index) => {
+        const call = calls[index]!
+        return journal.within(
+          step,
+          index,
+          finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
+        )
+      }, { discard: true }),
+      Effect.sync(() => onDone(results as Array<ToolResultMessage>))
+    )
+  })
+  // with a journal that replays, an interruption is the engine suspending the run: nothing is
+  // answered now (the run is replayed, and each step answers for itself then)
+  return replays ?
+    Effect.onExit(raced, (exit) => Exit.isSuccess(exit) ? answerLeft : Effect.void) :
+    Effect.ensuring(raced, answerLeft)
 }
+
+const verdictOfAnswer = (call: ToolCall, answer: ApprovalAnswer): Verdict =>
+  answer.approved ? runs : { run: false, result: deniedResult(call, answer.reason) }

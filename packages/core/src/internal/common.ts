@@ -57,6 +57,27 @@ export const positiveDuration = (u: unknown): Duration.Duration | undefined => {
   return Option.isSome(duration) && Duration.isGreaterThan(duration.value, Duration.zero) ? duration.value : undefined
 }
 
+/** A usage total being summed: every count present, `cost` once one was reported. */
+export interface UsageTotal {
+  input: number
+  output: number
+  cacheRead: number
+  cacheWrite: number
+  cost?: number
+}
+
+/** Adds `usage` into `total` (in place; a new total when there is none yet), or leaves it as it is. */
+export const addUsageInto = (total: UsageTotal | undefined, usage: Usage | undefined): UsageTotal | undefined => {
+  if (usage === undefined) return total
+  const sum = total ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
+  sum.input += usage.input
+  sum.output += usage.output
+  sum.cacheRead += usage.cacheRead ?? 0
+  sum.cacheWrite += usage.cacheWrite ?? 0
+  if (usage.cost !== undefined) sum.cost = (sum.cost ?? 0) + usage.cost
+  return sum
+}
+
 /**
  * The usage of the sub-agent run a tool result's `details` carry (`{ subAgent: { usage } }`, see
  * SubAgent.ts), to add to the parent run's usage; `undefined` for any other details.

@@ -7,24 +7,30 @@
  */
 import { Cause, Context, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../Decision.ts"
+import type { TurnDecision } from "../Decision.ts"
 import type { EventSink } from "../EventSink.ts"
 import { Executor } from "../Executor.ts"
 import type { ExecutorShape } from "../Executor.ts"
 import type { LoopEvent } from "../LoopEvent.ts"
 import { Message, toolCallsOf, UserMessage as UserMessageSchema } from "../Message.ts"
-import type { ToolCall, ToolResultMessage, Usage, UserMessage } from "../Message.ts"
+import type { AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage } from "../Message.ts"
 import { Model, ToolDefinition } from "../Model.ts"
 import type { ModelRequest } from "../Model.ts"
-import { DEFAULT_MAX_STEPS, RunSettings } from "../Run.ts"
-import type { AgentLoopOptions, AgentRunResult } from "../Run.ts"
+import { AgentRunResult, DEFAULT_MAX_STEPS, RunSettings } from "../Run.ts"
+import type { AgentLoopOptions } from "../Run.ts"
+import { RunControl } from "../RunControl.ts"
+import type { RunControlShape } from "../RunControl.ts"
+import { memoryJournal, RunJournal } from "../RunJournal.ts"
+import type { RunJournalShape } from "../RunJournal.ts"
 import type { ApprovalAnswer } from "../Policy.ts"
 import { ToolConcurrency, ToolTimeout } from "../ToolExecution.ts"
 import { pairingViolations, prepareTranscript, skippedResult } from "../Transcript.ts"
-import { streamTurn } from "../Turn.ts"
-import type { TurnEnding } from "../Turn.ts"
+import { streamTurn } from "./turn.ts"
+import type { TurnEnding } from "./turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
 import {
+  addUsageInto,
   changeAndEmit,
   describeCause,
   positiveDuration,
@@ -33,12 +39,14 @@ import {
   subAgentUsageOf,
   synchronousEmits
 } from "./common.ts"
-import type { SinkCallback } from "./common.ts"
+import type { SinkCallback, UsageTotal } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
-import { makeAnswerState, nameTaken, overLimit, repairAfterText, startTurn } from "./output.ts"
+import { makeAnswerState, nameTaken, overLimit, repairAfterText, replayAnswer, startTurn } from "./output.ts"
 import { trust } from "./trusted.ts"
 import type { AnswerState } from "./output.ts"
+import { BoundaryRecord, TurnRecord } from "./records.ts"
+import type { Ending } from "./records.ts"
 import { DEFAULT_OUTPUT_RETRIES, isAcceptedAnswer, toOutputSchema } from "../Output.ts"
 
 /** How the run ended, before it is turned into the result and the `turn_end` event. */
@@ -54,20 +62,16 @@ interface RunState {
   steps: number
   unanswered: ReadonlyArray<ToolCall>
   /** Usage summed over the turns that reported it; undefined while none has. */
-  usage: { input: number; output: number; cacheRead: number; cacheWrite: number; cost?: number } | undefined
+  usage: UsageTotal | undefined
   /** The accepted final answer of a run with an `output` schema (set as the run ends `stop`). */
-  output: { readonly value: unknown } | undefined
+  output: { readonly value: unknown; readonly answer: unknown } | undefined
+  /** How many steering and follow-up messages the run has taken from its control. */
+  steeringTaken: number
+  followUpsTaken: number
 }
 
 const addUsage = (state: RunState, usage: Usage | undefined) => {
-  if (usage === undefined) return
-  const sum = state.usage ?? { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
-  sum.input += usage.input
-  sum.output += usage.output
-  sum.cacheRead += usage.cacheRead ?? 0
-  sum.cacheWrite += usage.cacheWrite ?? 0
-  if (usage.cost !== undefined) sum.cost = (sum.cost ?? 0) + usage.cost
-  state.usage = sum
+  if (usage !== undefined) state.usage = addUsageInto(state.usage, usage)
 }
 
 /**
@@ -167,15 +171,15 @@ const checkDefinitions = (definitions: ReadonlyArray<ToolDefinition>): string | 
   return undefined
 }
 
-/** Appends user messages and announces each, as one step (never split). */
+/** Appends user messages (`append`) and announces each, together (never split). */
 const appendUserMessages = (
-  state: RunState,
   emit: Emit,
   messages: ReadonlyArray<UserMessage>,
-  kind: "steering" | "followUp" | "repair"
+  kind: "steering" | "followUp" | "repair",
+  append: () => void
 ) =>
   Effect.uninterruptible(Effect.suspend(() => {
-    for (const message of messages) state.transcript.push(trust(message))
+    append()
     return Effect.forEach(messages, (message) => emit({ type: "user_message", message, kind }), { discard: true })
   }))
 
@@ -281,42 +285,45 @@ const snapshotRequest = (
   return request as ModelRequest
 }
 
+/** The control of a run that has none provided: its own options. */
+const controlOf = (options: AgentLoopOptions): RunControlShape => {
+  if (typeof options !== "object" || options === null) return { signal: undefined, steering: undefined, followUps: undefined }
+  const { signal, steering, followUps } = options
+  return {
+    signal,
+    steering: steering === undefined ? undefined : () => drain(steering),
+    followUps: followUps === undefined ? undefined : () => drain(followUps)
+  }
+}
+
+const endingOf = (outcome: TurnEnding): Ending =>
+  outcome.error === undefined ?
+    (outcome.errorReason === undefined ? { reason: outcome.reason } : { reason: outcome.reason, errorReason: outcome.errorReason }) :
+    outcome.errorReason === undefined ?
+    { reason: outcome.reason, error: outcome.error } :
+    { reason: outcome.reason, error: outcome.error, errorReason: outcome.errorReason }
+
+const noReplay = () => Effect.void
+
+/**
+ * The run, step by step. Each step goes through the journal (see RunJournal.ts): what a step
+ * changes in the run's state it changes inside the step, together with the events that announce
+ * it, and its `replayed` function makes the same change from the step's value when a journal
+ * answers it from its record. Everything between steps is a pure function of the steps' values.
+ */
 const drive = (
   options: AgentLoopOptions,
   state: RunState,
   model: typeof Model.Service,
   executor: ExecutorShape,
-  emit: Emit
+  emit: Emit,
+  journal: RunJournalShape,
+  control: RunControlShape
 ): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
-    if (typeof options !== "object" || options === null) {
-      return { reason: "error", error: "bad input: options must be an object" }
-    }
-    if (!isRunSettingsFast(options)) {
-      const settings = decodeSettings(options)
-      if (Exit.isFailure(settings)) return { reason: "error", error: `bad input: ${describeCause(settings.cause)}` }
-    }
-    if (!Array.isArray(options.messages)) return { reason: "error", error: "bad input: messages must be an array" }
-    const prepared = prepareTranscript(options.messages)
-    if (!prepared.ok) return { reason: "error", error: `bad input: ${prepared.error}` }
-    const last = prepared.value.at(-1)
-    if (last?.role === "toolResult" && last.details !== undefined && !last.isError && isAcceptedAnswer(last.details)) {
-      // the run that made it ended with its answer: as with the model's last word, there is nothing to answer
-      return {
-        reason: "error",
-        error: `bad input: the messages end with an accepted final answer (messages[${prepared.value.length - 1}], ` +
-          `tool "${last.toolName}"): there is nothing to answer; append a user message to go on`
-      }
-    }
-    if (last?.role === "assistant") {
-      // the model has had the last word: asking again would resend its answer as the prompt
-      return {
-        reason: "error",
-        error: `bad input: the messages end with the model's answer (messages[${prepared.value.length - 1}], ` +
-          `stopReason "${last.stopReason}"): there is nothing to answer; append a user message to go on`
-      }
-    }
-    state.transcript = prepared.value
+    const input = checkInput(options)
+    if (!input.ok) return { reason: "error", error: input.error }
+    state.transcript = input.transcript
     // a run with an output schema answers the final-answer tool itself, beside the executor's tools
     let answers: AnswerState | undefined
     if (options.output !== undefined) {
@@ -332,41 +339,99 @@ const drive = (
       checkDefinitions(definitions)
     if (definitionError !== undefined) return { reason: "error", error: definitionError }
 
-    const { signal, systemPrompt, steering, followUps, transformContext } = options
+    const { systemPrompt, transformContext } = options
+    const { signal } = control
     const maxSteps = options.maxSteps ?? DEFAULT_MAX_STEPS
     const batch: BatchSettings = {
       executor: tools,
       emit,
       signal,
       policy: options.policy,
+      journal,
       remembered: new Map<string, ApprovalAnswer>(),
       definitions: new Map(definitions.map((d) => [d.name, d])),
       concurrency: yield* ToolConcurrency,
       defaultTimeout: yield* ToolTimeout,
       approvalTimeout: options.approvalTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.approvalTimeout),
       traced: yield* tracingBackend,
-      finalAnswer: answers?.output.name
+      finalAnswer: answers?.output.name,
+      replayAnswer: answers === undefined ? undefined : (call) => replayAnswer(answers, call),
+      policyError: undefined
     }
-    while (true) {
-      if (signal?.aborted) return { reason: "aborted" }
+    // the calls and the decision of the last turn appended (by its step, or its replay)
+    let calls: ReadonlyArray<ToolCall> = []
+    let decision: TurnDecision = { _tag: "Finish", reason: "stop", error: undefined, skip: undefined }
+
+    // -- the changes steps make (inside the step, or from its value when replayed) --------------
+    const appendAssistant = (message: AssistantMessage, calls: ReadonlyArray<ToolCall>) => {
+      state.transcript.push(trust(message))
+      state.unanswered = calls
+      addUsage(state, message.usage)
+    }
+    const takeSteering = (messages: ReadonlyArray<UserMessage>) => {
+      for (const message of messages) state.transcript.push(trust(message))
+      state.steeringTaken += messages.length
+    }
+    const replayTurn = (record: TurnRecord) =>
+      Effect.sync(() => {
+        takeSteering(record.steering)
+        state.steps++
+        if (record._tag === "Ended") {
+          if (!record.requested) state.steps--
+          return
+        }
+        calls = toolCallsOf(record.message)
+        appendAssistant(record.message, calls)
+        decision = decideTurn(record.message.stopReason, calls.length, record.message.errorMessage)
+        const skip = decision._tag === "Finish" ? decision.skip : undefined
+        if (skip !== undefined) appendResults(state, calls.map((call) => skippedResult(call, skip)))
+      })
+    const replayBoundary = (record: BoundaryRecord) =>
+      Effect.sync(() => {
+        switch (record._tag) {
+          case "More":
+            takeSteering(record.steering)
+            for (const message of record.followUps) state.transcript.push(trust(message))
+            state.followUpsTaken += record.followUps.length
+            return
+          case "Repair":
+            repairAfterText(answers!)
+            state.transcript.push(trust(record.message))
+            return
+          case "Over":
+            repairAfterText(answers!)
+            return
+        }
+      })
+
+    // -- the steps --------------------------------------------------------------------------
+    /** The safe boundary before a request, then the turn: `turn/<n>`. */
+    const turnStep: Effect.Effect<TurnRecord> = Effect.gen(function*() {
+      if (signal?.aborted) return { _tag: "Ended", steering: noMessages, requested: false, ending: { reason: "aborted" } }
       // the safe boundary: every call so far is answered, the next request is not built yet
-      const steered = steering === undefined ? noMessages : yield* drain(steering)
+      const steered = control.steering === undefined ? noMessages : yield* control.steering(state.steeringTaken)
+      let steering: ReadonlyArray<UserMessage> = noMessages
       if (steered.length > 0) {
         const bad = checkPushed(steered, "steering")
-        if (bad !== undefined) return { reason: "error", error: bad }
-        yield* appendUserMessages(state, emit, steered, "steering")
+        if (bad !== undefined) {
+          return { _tag: "Ended", steering: noMessages, requested: false, ending: { reason: "error", error: bad } }
+        }
+        steering = steered as ReadonlyArray<UserMessage>
+        yield* appendUserMessages(emit, steering, "steering", () => takeSteering(steering))
       }
-      if (state.steps >= maxSteps) return { reason: "maxSteps" }
+      if (state.steps >= maxSteps) return { _tag: "Ended", steering, requested: false, ending: { reason: "maxSteps" } }
       let messages: ReadonlyArray<Message> | undefined
       if (transformContext !== undefined) {
         const shaped = yield* shapeContext(transformContext, state.transcript.slice())
-        if (!shaped.ok) return { reason: "error", error: shaped.error }
+        if (!shaped.ok) return { _tag: "Ended", steering, requested: false, ending: { reason: "error", error: shaped.error } }
         messages = shaped.messages
       }
       const current = tools.definitions
       if (current !== definitions) {
         const changed = (answers === undefined ? undefined : nameTaken(answers, current)) ?? checkDefinitions(current)
-        if (changed !== undefined) return { reason: "error", error: changed }
+        if (changed !== undefined) {
+          return { _tag: "Ended", steering, requested: false, ending: { reason: "error", error: changed } }
+        }
         definitions = current
         batch.definitions = new Map(current.map((d) => [d.name, d]))
       }
@@ -378,62 +443,101 @@ const drive = (
       const turn = yield* (batch.traced ?
         Effect.withSpan(streamed, "agentloop.turn", { attributes: { "agentloop.step": state.steps } }) :
         streamed)
-      if (turn._tag === "Ended") return turn.outcome
+      if (turn._tag === "Ended") return { _tag: "Ended", steering, requested: true, ending: endingOf(turn.outcome) }
       const message = turn.message
-      const calls = toolCallsOf(message)
-      const decision = decideTurn(message.stopReason, calls.length, message.errorMessage)
+      const turnCalls = toolCallsOf(message)
       // appending the message and announcing it happen together, or not at all
       yield* changeAndEmit(emit, () => {
-        state.transcript.push(trust(message))
-        state.unanswered = calls
-        addUsage(state, message.usage)
+        calls = turnCalls
+        appendAssistant(message, turnCalls)
       }, { type: "assistant_message", message })
+      decision = decideTurn(message.stopReason, turnCalls.length, message.errorMessage)
+      const skip = decision._tag === "Finish" ? decision.skip : undefined
+      if (skip !== undefined) {
+        const skipped = turnCalls.map((call) => skippedResult(call, skip))
+        // appended and announced together: an interruption between the two would leave results
+        // with no `tool_end`
+        yield* Effect.uninterruptible(Effect.suspend(() => {
+          appendResults(state, skipped)
+          return Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
+        }))
+      }
+      return { _tag: "Message", steering, message }
+    })
+
+    /** What was pushed while the run would stop: it goes on with it (`More`), or with nothing (`None`). */
+    const takeMore = Effect.gen(function*() {
+      const steering = control.steering === undefined ? noMessages : yield* control.steering(state.steeringTaken)
+      const followUps = control.followUps === undefined ? noMessages : yield* control.followUps(state.followUpsTaken)
+      if (steering.length === 0 && followUps.length === 0) return undefined
+      const more = [...steering, ...followUps]
+      const bad = checkPushed(more, "followUp")
+      if (bad !== undefined) return { _tag: "Bad", error: bad } satisfies BoundaryRecord
+      const record = {
+        _tag: "More",
+        steering: steering as ReadonlyArray<UserMessage>,
+        followUps: followUps as ReadonlyArray<UserMessage>
+      } satisfies BoundaryRecord
+      yield* appendUserMessages(emit, more as ReadonlyArray<UserMessage>, "followUp", () => {
+        for (const message of more) state.transcript.push(trust(message as UserMessage))
+        state.steeringTaken += steering.length
+        state.followUpsTaken += followUps.length
+      })
+      return record
+    })
+
+    /** The boundary of a turn that ended `stop`: `stop/<n>`. */
+    const stopStep: Effect.Effect<BoundaryRecord> = Effect.gen(function*() {
+      // steering that came too late for this turn, then follow-ups, restart the run
+      const more = yield* takeMore
+      if (more !== undefined) return more
+      if (answers === undefined) return { _tag: "None" }
+      // a run with an output schema ends only with an accepted answer: ask for it, a bounded number of times
+      const repair = repairAfterText(answers)
+      if (repair === undefined) return { _tag: "Over" }
+      yield* appendUserMessages(emit, [repair], "repair", () => state.transcript.push(trust(repair)))
+      return { _tag: "Repair", message: repair }
+    })
+
+    /** The boundary after an accepted final answer: `answer/<n>`. */
+    const answerStep: Effect.Effect<BoundaryRecord> = Effect.gen(function*() {
+      if (signal?.aborted) return { _tag: "Aborted" }
+      return (yield* takeMore) ?? { _tag: "None" }
+    })
+
+    while (true) {
+      const record = yield* journal.step("turn", state.steps + 1, undefined, TurnRecord, turnStep, replayTurn)
+      if (record._tag === "Ended") return record.ending
       if (decision._tag === "Finish") {
-        const skip = decision.skip
-        if (skip !== undefined) {
-          const skipped = calls.map((call) => skippedResult(call, skip))
-          // appended and announced together: an interruption between the two would leave results
-          // with no `tool_end`
-          yield* Effect.uninterruptible(Effect.suspend(() => {
-            appendResults(state, skipped)
-            return Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
-          }))
-        }
         if (decision.reason === "stop") {
-          // steering that came too late for this turn, then follow-ups, restart the run
-          const more = [...yield* drain(steering), ...yield* drain(followUps)]
-          if (more.length > 0) {
-            const bad = checkPushed(more, "followUp")
-            if (bad !== undefined) return { reason: "error", error: bad }
-            yield* appendUserMessages(state, emit, more, "followUp")
-            continue
-          }
-          if (answers !== undefined) {
-            // a run with an output schema ends only with an accepted answer: ask for it, a bounded number of times
-            const repair = repairAfterText(answers)
-            if (repair === undefined) return { reason: "error", error: overLimit(answers) }
-            yield* appendUserMessages(state, emit, [repair], "repair")
-            continue
+          const boundary = yield* journal.step("stop", state.steps, undefined, BoundaryRecord, stopStep, replayBoundary)
+          switch (boundary._tag) {
+            case "More":
+            case "Repair":
+              continue
+            case "Bad":
+              return { reason: "error", error: boundary.error }
+            case "Over":
+              return { reason: "error", error: overLimit(answers!) }
           }
         }
         return { reason: decision.reason, error: decision.error }
       }
       if (answers !== undefined) startTurn(answers, calls)
-      yield* runBatch(batch, calls, (results) => appendResults(state, results))
+      yield* runBatch(batch, state.steps, calls, (results) => appendResults(state, results))
+      if (batch.policyError !== undefined) return { reason: "error", error: batch.policyError }
       if (answers !== undefined) {
         if (answers.accepted !== undefined) {
-          if (signal?.aborted) return { reason: "aborted" }
           // an accepted answer is the run's stop: as there, late steering and follow-ups restart it,
           // and the run then needs an answer again
-          const more = [...yield* drain(steering), ...yield* drain(followUps)]
-          if (more.length > 0) {
-            const bad = checkPushed(more, "followUp")
-            if (bad !== undefined) return { reason: "error", error: bad }
+          const boundary = yield* journal.step("answer", state.steps, undefined, BoundaryRecord, answerStep, replayBoundary)
+          if (boundary._tag === "Aborted") return { reason: "aborted" }
+          if (boundary._tag === "Bad") return { reason: "error", error: boundary.error }
+          if (boundary._tag === "More") {
             answers.accepted = undefined
-            yield* appendUserMessages(state, emit, more, "followUp")
             continue
           }
-          state.output = { value: answers.accepted.value }
+          state.output = answers.accepted
           return { reason: "stop" }
         }
         const over = overLimit(answers)
@@ -441,6 +545,44 @@ const drive = (
       }
     }
   })
+
+/**
+ * The run's input checked (SPEC §5): its transcript, repaired and ready, or the bad-input error the
+ * run ends with. Every engine checks a run's input with this.
+ */
+export const checkInput = (
+  options: AgentLoopOptions
+): { readonly ok: true; readonly transcript: Array<Message> } | { readonly ok: false; readonly error: string } => {
+  if (typeof options !== "object" || options === null) return { ok: false, error: "bad input: options must be an object" }
+  if (!isRunSettingsFast(options)) {
+    const settings = decodeSettings(options)
+    if (Exit.isFailure(settings)) return { ok: false, error: `bad input: ${describeCause(settings.cause)}` }
+  }
+  if (!Array.isArray(options.messages)) return { ok: false, error: "bad input: messages must be an array" }
+  const prepared = prepareTranscript(options.messages)
+  if (!prepared.ok) return { ok: false, error: `bad input: ${prepared.error}` }
+  const tail = tailError(prepared.value)
+  return tail === undefined ? { ok: true, transcript: prepared.value } : { ok: false, error: tail }
+}
+
+/**
+ * Why a transcript cannot be answered as it ends: with the model's answer, or with an accepted
+ * final answer (the run that made it ended with it). `undefined` when it can.
+ */
+const tailError = (transcript: ReadonlyArray<Message>): string | undefined => {
+  const last = transcript.at(-1)
+  if (last?.role === "toolResult" && last.details !== undefined && !last.isError && isAcceptedAnswer(last.details)) {
+    // the run that made it ended with its answer: as with the model's last word, there is nothing to answer
+    return `bad input: the messages end with an accepted final answer (messages[${transcript.length - 1}], ` +
+      `tool "${last.toolName}"): there is nothing to answer; append a user message to go on`
+  }
+  if (last?.role === "assistant") {
+    // the model has had the last word: asking again would resend its answer as the prompt
+    return `bad input: the messages end with the model's answer (messages[${transcript.length - 1}], ` +
+      `stopReason "${last.stopReason}"): there is nothing to answer; append a user message to go on`
+  }
+  return undefined
+}
 
 interface Deadline {
   readonly limit: Duration.Duration
@@ -459,29 +601,31 @@ const deadlineOf = (options: AgentLoopOptions): Deadline | undefined => {
 
 /**
  * Runs `drive` with a signal that also fires when the deadline passes (on the `Clock`, so tests
- * drive it with `TestClock`): the run then stops exactly as an abort stops it, at the same safe
- * points, and keeps its paired transcript.
+ * drive it with `TestClock`; measured from the run's first start, as the journal knows it): the
+ * run then stops exactly as an abort stops it, at the same safe points, and keeps its paired
+ * transcript.
  */
 const withDeadline = <A, R>(
   deadline: Deadline,
-  options: AgentLoopOptions,
-  drive: (bounded: AgentLoopOptions) => Effect.Effect<A, never, R>
+  control: RunControlShape,
+  journal: RunJournalShape,
+  drive: (bounded: RunControlShape) => Effect.Effect<A, never, R>
 ): Effect.Effect<A, never, R> =>
-  Effect.suspend(() => {
-    const signal = options.signal === undefined ?
+  Effect.flatMap(journal.timeLeft(deadline.limit), (left) => {
+    const signal = control.signal === undefined ?
       deadline.controller.signal :
-      AbortSignal.any([options.signal, deadline.controller.signal])
+      AbortSignal.any([control.signal, deadline.controller.signal])
     const timer = Effect.andThen(
-      Effect.sleep(deadline.limit),
+      Effect.sleep(left),
       Effect.sync(() => {
         // whichever stopped the run first names it: a caller's abort that came first stays the caller's
-        deadline.timedOut = options.signal?.aborted !== true
+        deadline.timedOut = control.signal?.aborted !== true
         deadline.controller.abort()
       })
     )
     return Effect.flatMap(
       Effect.forkChild(timer),
-      (fiber) => Effect.ensuring(drive({ ...options, signal }), Fiber.interrupt(fiber))
+      (fiber) => Effect.ensuring(drive({ ...control, signal }), Fiber.interrupt(fiber))
     )
   })
 
@@ -492,6 +636,9 @@ const withDeadline = <A, R>(
  * each call `agentloop.tool`. Without one, no span is made: effect's built-in tracer shows them to
  * nobody, and a span costs more than a short run (a stack trace captured when it is made, and every
  * failure inside it annotated with its frame, down to the end of each model stream).
+ *
+ * The run's steps go through the `RunJournal` and its abort, steering and follow-ups come from the
+ * `RunControl` (by default: in memory, from `options`).
  */
 export const runLoop = (
   options: AgentLoopOptions,
@@ -500,7 +647,7 @@ export const runLoop = (
 ): Effect.Effect<AgentRunResult, never, Model | Executor> =>
   Effect.withFiber((fiber) => {
     const traced = fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
-    const run = runTraced(options, emit, onResult, traced)
+    const run = runTraced(options, emit, onResult, traced, fiber.getRef(RunJournal), fiber.getRef(RunControl))
     return traced ? Effect.withSpan(run, "agentloop.run") : run
   })
 
@@ -508,52 +655,79 @@ const runTraced = (
   options: AgentLoopOptions,
   emit: Emit,
   onResult: (result: AgentRunResult) => Effect.Effect<void>,
-  traced: boolean
+  traced: boolean,
+  journal: RunJournalShape,
+  given: RunControlShape | undefined
 ): Effect.Effect<AgentRunResult, never, Model | Executor> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
       const model = yield* Model
       const executor = yield* Executor
-      const state: RunState = { transcript: [], steps: 0, unanswered: [], usage: undefined, output: undefined }
+      const state: RunState = {
+        transcript: [],
+        steps: 0,
+        unanswered: [],
+        usage: undefined,
+        output: undefined,
+        steeringTaken: 0,
+        followUpsTaken: 0
+      }
+      const control = given ?? controlOf(options)
       const deadline = deadlineOf(options)
       const driven = deadline === undefined ?
-        drive(options, state, model, executor, emit) :
-        withDeadline(deadline, options, (bounded) => drive(bounded, state, model, executor, emit))
-      // a run inside a tool call (a sub-agent) does not inherit its caller's batch (see runBatch)
+        drive(options, state, model, executor, emit, journal, control) :
+        withDeadline(deadline, control, journal, (bounded) => drive(options, state, model, executor, emit, journal, bounded))
+      // a run inside a tool call (a sub-agent) does not inherit its caller's batch (see runBatch),
+      // journal or control
+      const own = journal === memoryJournal && given === undefined ?
+        driven :
+        Effect.provideService(Effect.provideService(driven, RunJournal, memoryJournal), RunControl, undefined)
       const exit = yield* Effect.exit(restore(Effect.withFiber((fiber) =>
-        fiber.getRef(RunningCalls) === undefined ? driven : Effect.provideService(driven, RunningCalls, undefined)
+        fiber.getRef(RunningCalls) === undefined ? own : Effect.provideService(own, RunningCalls, undefined)
       )))
-      yield* closeTranscript(state, emit)
-      const outcome: Outcome = Exit.isSuccess(exit) ?
-        (exit.value.reason === "aborted" && deadline?.timedOut === true ?
-          { reason: "aborted", error: `run timed out after ${Duration.format(deadline.limit)}` } :
-          exit.value) :
-        Cause.hasInterruptsOnly(exit.cause) ?
-        { reason: "aborted" } :
-        { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
-      const error = outcome.error === undefined ? {} : { error: outcome.error }
-      const result: AgentRunResult = {
-        // an exact-size copy: the transcript array has spare capacity from appending, which a
-        // caller holding the result (a long session) would keep for as long as it keeps it
-        messages: state.transcript.slice(),
-        steps: state.steps,
-        reason: outcome.reason,
-        ...error,
-        ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
-        ...(state.usage === undefined ? {} : { usage: state.usage }),
-        ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.value })
-      }
-      if (traced) {
-        yield* Effect.annotateCurrentSpan({
-          "agentloop.reason": outcome.reason,
-          "agentloop.steps": state.steps,
-          ...(state.usage === undefined ? {} : {
-            "agentloop.usage.input": state.usage.input,
-            "agentloop.usage.output": state.usage.output
+      // with a journal that replays, an interruption is its engine suspending the run: it goes on
+      // when it is replayed, and ends then
+      if (journal.replays && Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
+      const end = Effect.gen(function*() {
+        yield* closeTranscript(state, emit)
+        const outcome: Outcome = Exit.isSuccess(exit) ?
+          (exit.value.reason === "aborted" && deadline?.timedOut === true ?
+            { reason: "aborted", error: `run timed out after ${Duration.format(deadline.limit)}` } :
+            exit.value) :
+          Cause.hasInterruptsOnly(exit.cause) ?
+          { reason: "aborted" } :
+          { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
+        const error = outcome.error === undefined ? {} : { error: outcome.error }
+        const result: AgentRunResult = {
+          // an exact-size copy: the transcript array has spare capacity from appending, which a
+          // caller holding the result (a long session) would keep for as long as it keeps it
+          messages: state.transcript.slice(),
+          steps: state.steps,
+          reason: outcome.reason,
+          ...error,
+          ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
+          ...(state.usage === undefined ? {} : { usage: state.usage }),
+          // (recorded in its JSON form, the model's: what a journal can store; decoded below)
+          ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.answer })
+        }
+        if (traced) {
+          yield* Effect.annotateCurrentSpan({
+            "agentloop.reason": outcome.reason,
+            "agentloop.steps": state.steps,
+            ...(state.usage === undefined ? {} : {
+              "agentloop.usage.input": state.usage.input,
+              "agentloop.usage.output": state.usage.output
+            })
           })
-        })
-      }
-      yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
+        }
+        yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
+        return result
+      })
+      const recorded = yield* journal.step("end", state.steps, undefined, AgentRunResult, end, noReplay)
+      // the accepted answer decoded (a replayed run decoded it again as its steps replayed)
+      const result = state.output === undefined || recorded.reason !== "stop" ?
+        recorded :
+        { ...recorded, output: state.output.value }
       yield* onResult(result)
       if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
       return result

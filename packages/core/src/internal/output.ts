@@ -110,6 +110,12 @@ export const makeAnswerState = (output: OutputSchema<unknown>, retries: number, 
   return state
 }
 
+/**
+ * Brings the state up to a final-answer call whose result a journal answered from its record: the
+ * same decision again (it depends only on the call and the state), without its result.
+ */
+export const replayAnswer = (state: AnswerState, call: ToolCall): Effect.Effect<void> => Effect.asVoid(answer(state, call))
+
 /** Called before a turn's batch runs. */
 export const startTurn = (state: AnswerState, calls: ReadonlyArray<ToolCall>): void => {
   state.alone = calls.length === 1

@@ -1,17 +1,16 @@
 /**
  * One model turn, as the loop runs it: stream the model's events, take its final message, check
- * it. Shared by the in-memory loop and other engines (a durable one journals each turn's outcome).
- *
- * @since 0.1.0
+ * it. Not part of the public API: every engine runs turns through the one loop (a durable one
+ * journals each turn's step, see RunJournal.ts).
  */
 import { Cause, Channel, Effect, Exit, Pull, Scope } from "effect"
-import { ModelError } from "./Errors.ts"
-import type { ModelErrorReason } from "./Errors.ts"
-import { awaitAbort, describeCause } from "./internal/common.ts"
-import type { LoopEvent, RunReason } from "./LoopEvent.ts"
-import type { AssistantMessage } from "./Message.ts"
-import type { Model, ModelEvent, ModelRequest } from "./Model.ts"
-import { checkAssistantMessage } from "./Transcript.ts"
+import { ModelError } from "../Errors.ts"
+import type { ModelErrorReason } from "../Errors.ts"
+import { awaitAbort, describeCause } from "./common.ts"
+import type { LoopEvent, RunReason } from "../LoopEvent.ts"
+import type { AssistantMessage } from "../Message.ts"
+import type { Model, ModelEvent, ModelRequest } from "../Model.ts"
+import { checkAssistantMessage } from "../Transcript.ts"
 
 /**
  * How a model turn ended without a message to act on: aborted, or an error (a failed, dead or

@@ -1,26 +1,16 @@
 /**
- * The pure pieces of a tool batch, shared by the in-memory loop and any other engine that runs
- * batches (a durable one, for instance): how calls are grouped into stages by the `exclusive`
- * trait, and the results given to calls that were denied, interrupted, timed out, or whose
- * execution ended in some way.
- *
- * @since 0.1.0
+ * One tool call as the loop runs it (`runToolCall`), how a batch's calls are grouped into stages
+ * by the `exclusive` trait, and the results given to calls that were denied, interrupted, timed
+ * out, or whose execution ended in some way. Not part of the public API: every engine runs calls
+ * through the one loop (see RunJournal.ts).
  */
 import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
-import type { ExecutorShape, ToolContext } from "./Executor.ts"
-import type { LoopEvent } from "./LoopEvent.ts"
-import type { ToolCall, ToolResultMessage } from "./Message.ts"
-import type { ToolDefinition } from "./Model.ts"
-import { describeCause as describeCauseText, RunningCalls } from "./internal/common.ts"
-import { checkToolResult, errorResult, skippedResult } from "./Transcript.ts"
-
-/**
- * Readable text for the failures and defects of a cause: their messages, never a stack.
- *
- * @since 0.1.0
- * @category batch
- */
-export const describeCause: (cause: Cause.Cause<unknown>) => string = describeCauseText
+import type { ExecutorShape, ToolContext } from "../Executor.ts"
+import type { LoopEvent } from "../LoopEvent.ts"
+import type { ToolCall, ToolResultMessage } from "../Message.ts"
+import type { ToolDefinition } from "../Model.ts"
+import { describeCause, RunningCalls } from "./common.ts"
+import { checkToolResult, errorResult, skippedResult } from "../Transcript.ts"
 
 /**
  * Groups call indices into stages, run one after another: a run of non-exclusive calls (which
