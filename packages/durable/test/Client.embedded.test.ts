@@ -94,7 +94,7 @@ describe("embedded engine: a client-only process beside the runner", () => {
         "assistant"
       ])
       assert.deepStrictEqual(result.messages[7], { role: "user", content: "steered" })
-      assert.deepStrictEqual([...["c1", "c2", "c3", "d1"].map(starts(s.log).call)], [1, 1, 1, 1])
+      assert.deepStrictEqual(["c1", "c2", "c3", "d1"].map(starts(s.log).call), [1, 1, 1, 1])
       assert.deepStrictEqual(violations, [])
     }).pipe(Effect.scoped), 90_000)
 
