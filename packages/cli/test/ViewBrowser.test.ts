@@ -25,7 +25,7 @@ let unpacked: Promise<Chromium> | undefined
 afterAll(async () => (await unpacked)?.remove())
 
 const launch = Effect.acquireRelease(
-  Effect.promise(async (): Promise<BrowserContext> => {
+  Effect.promise(async () => {
     unpacked ??= unpackChromium()
     const { executablePath } = await unpacked
     // A fresh user data dir: no profile, cache or extension from anywhere else.
@@ -44,13 +44,17 @@ const launch = Effect.acquireRelease(
         "--disable-sync"
       ]
     })
-    context.on("close", () => rmSync(profile, { recursive: true, force: true }))
     // a busy machine renders slowly: a bound is generous, and reaching it is a failure of its own
     context.setDefaultTimeout(60_000)
-    return context
+    return { context, profile }
   }),
-  (browser) => Effect.promise(() => browser.close())
-)
+  ({ context, profile }) =>
+    Effect.tryPromise(async () => {
+      await context.close()
+      // the browser has exited; a folder still being emptied is retried, then left to the OS
+      rmSync(profile, { recursive: true, force: true, maxRetries: 5 })
+    }).pipe(Effect.ignore)
+).pipe(Effect.map(({ context }) => context))
 
 /**
  * Opens `url` in a fresh page; returns the page and every URL it requested. With `fakeClock`, the
