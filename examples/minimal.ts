@@ -3,9 +3,9 @@
  * A scripted model stands in for a provider here, so it runs offline (`npm run build`, then `node examples/minimal.ts`);
  * swap `ModelLive` for a provider layer in a real program.
  */
-import { Context, Effect, Layer, Schema } from "effect"
 import { callbackSinkLayer, defineTool, runAgentLoop, ToolError, toolExecutorLayer } from "@agentloop/core"
 import { scriptedModelLayer, toolCall, turn } from "@agentloop/testkit"
+import { Context, Effect, Layer, Schema } from "effect"
 
 // A service of your application that a tool needs.
 class NoteStore extends Context.Service<NoteStore, {

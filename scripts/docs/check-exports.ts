@@ -41,7 +41,13 @@ const base = ts.getParsedCommandLineOfConfigFile(path.join(root, "tsconfig.base.
   onUnRecoverableConfigFileDiagnostic: () => {}
 })
 if (base === undefined) throw new Error("cannot read tsconfig.base.json")
-const options: ts.CompilerOptions = { ...base.options, noEmit: true, composite: false, incremental: false, types: ["node"] }
+const options: ts.CompilerOptions = {
+  ...base.options,
+  noEmit: true,
+  composite: false,
+  incremental: false,
+  types: ["node"]
+}
 delete options.rootDir
 delete options.outDir
 const program = ts.createProgram({ rootNames: packages.map((p) => p.entry), options })
@@ -83,7 +89,9 @@ const checkDeclaration = (pkg: string, name: string, declaration: ts.Node): void
   const categories = tags.filter((t) => t.tagName.text === "category")
   if (since.length === 0) problems.push(`${where(declaration)} - ${label}: no @since`)
   if (categories.length !== 1) {
-    problems.push(`${where(declaration)} - ${label}: ${categories.length === 0 ? "no" : categories.length} @category (one expected)`)
+    problems.push(
+      `${where(declaration)} - ${label}: ${categories.length === 0 ? "no" : categories.length} @category (one expected)`
+    )
   }
 }
 
@@ -107,7 +115,11 @@ const checkModule = (pkg: string, prefix: string, moduleSymbol: ts.Symbol): void
       // export * as X from "./X.ts"
       const tags = moduleTags(namespaceFile)
       if (tags === undefined || !tags.includes("since")) {
-        problems.push(`${path.relative(root, namespaceFile.fileName)}:1 - ${pkg} ${name}: the module has no header comment with @since`)
+        problems.push(
+          `${
+            path.relative(root, namespaceFile.fileName)
+          }:1 - ${pkg} ${name}: the module has no header comment with @since`
+        )
       }
       checkModule(pkg, `${name}.`, symbol)
       continue
@@ -135,4 +147,6 @@ if (problems.length > 0) {
   console.error(`\n${problems.length} problem(s) among ${checked} exported name(s) of ${packages.length} package(s).`)
   process.exit(1)
 }
-console.log(`${checked} exported name(s) of ${packages.length} package(s) each have a doc comment with @since and one @category.`)
+console.log(
+  `${checked} exported name(s) of ${packages.length} package(s) each have a doc comment with @since and one @category.`
+)

@@ -15,7 +15,9 @@ import { documentationFiles } from "./snippets.ts"
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const requested = process.argv.slice(2).filter((a) => !a.startsWith("--"))
-const files = requested.length > 0 ? requested.map((f) => path.relative(root, path.resolve(f))) : documentationFiles(root)
+const files = requested.length > 0
+  ? requested.map((f) => path.relative(root, path.resolve(f)))
+  : documentationFiles(root)
 
 /** The lines of a Markdown text outside fenced code blocks, with their 1-based numbers. */
 const proseLines = (text: string): Array<{ readonly line: number; readonly text: string }> => {
@@ -79,7 +81,9 @@ for (const file of files) {
         continue
       }
       if (fragment !== undefined && fragment !== "" && resolved.endsWith(".md") && !anchorsOf(resolved).has(fragment)) {
-        problems.push(`${file}:${line} - ${target}: no heading with the anchor #${fragment} in ${path.relative(root, resolved)}`)
+        problems.push(
+          `${file}:${line} - ${target}: no heading with the anchor #${fragment} in ${path.relative(root, resolved)}`
+        )
       }
     }
   }

@@ -31,7 +31,9 @@ const outDir = path.join(root, "scripts/docs/.generated", `run-${process.pid}`)
 const args = process.argv.slice(2)
 const listOnly = args.includes("--list")
 const requested = args.filter((a) => !a.startsWith("--"))
-const files = requested.length > 0 ? requested.map((f) => path.relative(root, path.resolve(f))) : documentationFiles(root)
+const files = requested.length > 0
+  ? requested.map((f) => path.relative(root, path.resolve(f)))
+  : documentationFiles(root)
 
 const snippets: Array<Snippet> = []
 for (const file of files) {

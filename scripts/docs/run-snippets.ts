@@ -27,7 +27,9 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 const outDir = path.join(root, "scripts/docs/.generated", `run-${process.pid}`)
 
 const requested = process.argv.slice(2).filter((a) => !a.startsWith("--"))
-const files = requested.length > 0 ? requested.map((f) => path.relative(root, path.resolve(f))) : documentationFiles(root)
+const files = requested.length > 0
+  ? requested.map((f) => path.relative(root, path.resolve(f)))
+  : documentationFiles(root)
 const snippets = files.flatMap((file) => extractSnippets(file, fs.readFileSync(path.join(root, file), "utf8")))
 
 const isTest = (s: Snippet) => s.lang === "ts" && /from\s+"@effect\/vitest"/.test(s.code)
@@ -98,7 +100,9 @@ if (shells.length > 0) {
   const node = path.join(root, "node_modules/.bin/node")
   fs.writeFileSync(
     path.join(bin, "agentloop"),
-    `#!/bin/sh\nexec ${JSON.stringify(node)} ${JSON.stringify(path.join(root, "packages/cli/bin/agentloop.js"))} "$@"\n`,
+    `#!/bin/sh\nexec ${JSON.stringify(node)} ${
+      JSON.stringify(path.join(root, "packages/cli/bin/agentloop.js"))
+    } "$@"\n`,
     { mode: 0o755 }
   )
   for (const s of shells) {
@@ -115,7 +119,8 @@ if (shells.length > 0) {
     fs.rmSync(home, { recursive: true, force: true })
     if (run.status !== 0) {
       const output = `${run.stdout ?? ""}${run.stderr ?? ""}`.trim().split("\n").slice(-15).join("\n    ")
-      const why = run.error?.message ?? (run.signal === null ? `exit ${run.status}` : `${run.signal}: still running after 2 minutes?`)
+      const why = run.error?.message ??
+        (run.signal === null ? `exit ${run.status}` : `${run.signal}: still running after 2 minutes?`)
       failures.push(`${s.file}:${s.codeLine} - the shell block did not run (${why}):\n    ${output}`)
     }
   }

@@ -100,7 +100,10 @@ export const extractSnippets = (file: string, text: string): Array<Snippet> => {
     let j = i + 1
     for (; j < lines.length; j++) {
       const candidate = lines[j]!
-      if (candidate.trimStart().startsWith(fence[0]!.repeat(fence.length)) && candidate.trim().replaceAll(fence[0]!, "") === "") {
+      if (
+        candidate.trimStart().startsWith(fence[0]!.repeat(fence.length)) &&
+        candidate.trim().replaceAll(fence[0]!, "") === ""
+      ) {
         break
       }
       body.push(candidate)
@@ -116,11 +119,23 @@ export const extractSnippets = (file: string, text: string): Array<Snippet> => {
         lang: "ts"
       })
     } else if (pendingRun !== undefined && pendingPrelude === undefined && isShell(lang)) {
-      out.push({ file, fenceLine, codeLine: fenceLine + 1, code: body.join("\n"), prelude: undefined, run: true, lang: "sh" })
+      out.push({
+        file,
+        fenceLine,
+        codeLine: fenceLine + 1,
+        code: body.join("\n"),
+        prelude: undefined,
+        run: true,
+        lang: "sh"
+      })
     } else if (pendingPrelude !== undefined) {
-      throw new Error(`${file}:${pendingPrelude.line}: a prelude comment is followed by a "${lang}" block, not a TypeScript one`)
+      throw new Error(
+        `${file}:${pendingPrelude.line}: a prelude comment is followed by a "${lang}" block, not a TypeScript one`
+      )
     } else if (pendingRun !== undefined) {
-      throw new Error(`${file}:${pendingRun}: a run marker is followed by a "${lang}" block, not a TypeScript or shell one`)
+      throw new Error(
+        `${file}:${pendingRun}: a run marker is followed by a "${lang}" block, not a TypeScript or shell one`
+      )
     }
     pendingPrelude = undefined
     pendingRun = undefined
@@ -129,7 +144,9 @@ export const extractSnippets = (file: string, text: string): Array<Snippet> => {
   if (pendingPrelude !== undefined) {
     throw new Error(`${file}:${pendingPrelude.line}: a prelude comment is not followed by a TypeScript block`)
   }
-  if (pendingRun !== undefined) throw new Error(`${file}:${pendingRun}: a run marker is not followed by a TypeScript block`)
+  if (pendingRun !== undefined) {
+    throw new Error(`${file}:${pendingRun}: a run marker is not followed by a TypeScript block`)
+  }
   return out
 }
 

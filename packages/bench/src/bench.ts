@@ -68,7 +68,9 @@ const allContenders: ReadonlyArray<ContenderInfo> = [
   { key: "aisdk", label: "AI SDK (streamText)" }
 ]
 const baseline = process.env["BENCH_BASELINE"]
-const contenders = allContenders.filter((c) => (c.key !== "aisdk" || withAisdk) && (c.key !== "baseline" || baseline !== undefined))
+const contenders = allContenders.filter((c) =>
+  (c.key !== "aisdk" || withAisdk) && (c.key !== "baseline" || baseline !== undefined)
+)
 
 interface Cell {
   readonly id: string
@@ -83,7 +85,14 @@ interface Cell {
 const n = (x: number) => x.toLocaleString("en")
 const growingMessages = 2 + sizes.growing.turns * (1 + sizes.growing.calls)
 const allCells: ReadonlyArray<Cell> = [
-  { id: "a", label: `(a) 1 turn, ${n(sizes.deltas)} text deltas`, workload: "a", size: sizes.deltas, calls: 0, memory: false },
+  {
+    id: "a",
+    label: `(a) 1 turn, ${n(sizes.deltas)} text deltas`,
+    workload: "a",
+    size: sizes.deltas,
+    calls: 0,
+    memory: false
+  },
   ...sizes.stepCounts.map((steps): Cell => ({
     id: `b${steps}`,
     label: `(b) ${n(steps)} turns × 1 tool call`,
@@ -92,11 +101,27 @@ const allCells: ReadonlyArray<Cell> = [
     calls: 1,
     memory: false
   })),
-  { id: "c", label: `(c) 1 batch of ${n(sizes.batch)} tool calls`, workload: "c", size: sizes.batch, calls: 0, memory: true },
-  { id: "d", label: `(d) resume from ${n(sizes.history)} messages`, workload: "d", size: sizes.history, calls: 0, memory: true },
+  {
+    id: "c",
+    label: `(c) 1 batch of ${n(sizes.batch)} tool calls`,
+    workload: "c",
+    size: sizes.batch,
+    calls: 0,
+    memory: true
+  },
+  {
+    id: "d",
+    label: `(d) resume from ${n(sizes.history)} messages`,
+    workload: "d",
+    size: sizes.history,
+    calls: 0,
+    memory: true
+  },
   {
     id: "g",
-    label: `(g) a run growing to ${n(growingMessages)} messages (${n(sizes.growing.turns)} turns × ${sizes.growing.calls} calls)`,
+    label: `(g) a run growing to ${n(growingMessages)} messages (${
+      n(sizes.growing.turns)
+    } turns × ${sizes.growing.calls} calls)`,
     workload: "g",
     size: sizes.growing.turns,
     calls: sizes.growing.calls,
@@ -370,7 +395,11 @@ const rowsOf = (mode: Mode, results: Results[Mode]): Array<Row> => {
     if (results[cell.id] === undefined) continue
     const first = (metric: string) => ({ cell: cell.id, label: cell.label, metric })
     if (cell.workload === "b") {
-      rows.push({ ...first(`µs per step, N = ${n(cell.size)}`), values: values(cell.id, (x) => (x.ms * 1000) / cell.size), digits: 1 })
+      rows.push({
+        ...first(`µs per step, N = ${n(cell.size)}`),
+        values: values(cell.id, (x) => (x.ms * 1000) / cell.size),
+        digits: 1
+      })
       continue
     }
     rows.push({ ...first("time (ms)"), values: values(cell.id, (x) => x.ms) })
@@ -496,7 +525,9 @@ const main = () => {
   log(`agentloop benchmark: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, node ${facts.node}`)
   log(
     `every cell in fresh processes; cold: ${coldProcesses} processes per cell (${coldMemoryProcesses} for memory) (one small warm-up run, then the ` +
-      `first full run); warm: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} (${runs * 3} under 100 ms); ` +
+      `first full run); warm: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} (${
+        runs * 3
+      } under 100 ms); ` +
       `memory: median of ${memoryRuns}${quick ? "; QUICK sizes" : ""}; core from ${fromDist ? "dist" : "source"}`
   )
   const loads: Record<string, Array<number>> = { start: os.loadavg() }
@@ -517,7 +548,9 @@ const main = () => {
     "",
     table(coldRows),
     "",
-    `**Warm** (a fresh process per cell: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} runs, ${runs * 3} under 100 ms). ` +
+    `**Warm** (a fresh process per cell: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} runs, ${
+      runs * 3
+    } under 100 ms). ` +
     `Load: ${loadNote(warm)}.`,
     "",
     table(warmRows),
@@ -540,7 +573,16 @@ const main = () => {
     generated: new Date().toISOString(),
     command: `${quick ? "BENCH_QUICK=1 " : ""}npm run bench`,
     machine: facts,
-    settings: { coldProcesses, warmRuns, warmMinMs, runs, memoryRuns, sizes, aisdk: withAisdk, core: fromDist ? "dist" : "source" },
+    settings: {
+      coldProcesses,
+      warmRuns,
+      warmMinMs,
+      runs,
+      memoryRuns,
+      sizes,
+      aisdk: withAisdk,
+      core: fromDist ? "dist" : "source"
+    },
     load: { average: loads, cold: loadNote(cold), warm: loadNote(warm) },
     contenders,
     cells: cells.map(({ id, label, workload, size, calls }) => ({ id, label, workload, size, calls })),
@@ -563,7 +605,9 @@ const main = () => {
   const svg = renderChart({
     title: "agentloop ÷ pi-agent-core (cheapest) and ÷ a minimal loop, cold and warm",
     subtitle: `${facts.cpu}, ${facts.cores} cores, node ${facts.node}; ${new Date().toISOString().slice(0, 10)}` +
-      `${quick ? " (quick sizes)" : ""}; cold: median of ${coldProcesses} fresh processes; warm: after ≥ ${warmRuns} full runs and ≥ ${warmMinMs} ms`,
+      `${
+        quick ? " (quick sizes)" : ""
+      }; cold: median of ${coldProcesses} fresh processes; warm: after ≥ ${warmRuns} full runs and ≥ ${warmMinMs} ms`,
     series: [
       { key: "pi", label: "agentloop ÷ pi-agent-core (cheapest)", color: "#ff7f0e" },
       { key: "floor", label: "agentloop ÷ floor (minimal loop)", color: "#9e9e9e" }

@@ -5,8 +5,6 @@
  *
  * @since 0.1.0
  */
-import { fileURLToPath } from "node:url"
-import { Channel, Effect, Layer, Schema, Stream } from "effect"
 import {
   callbackSinkLayer,
   defineTool,
@@ -18,6 +16,8 @@ import {
   toolExecutorLayer
 } from "@agentloop/core"
 import type { EventSink, Message, ModelEvent, ToolCall } from "@agentloop/core"
+import { Channel, Effect, Layer, Schema, Stream } from "effect"
+import { fileURLToPath } from "node:url"
 import { floor } from "./contenders/floor.ts"
 import { pi } from "./contenders/pi.ts"
 import { median } from "./measure.ts"
@@ -159,8 +159,7 @@ export const runBreakdown = async (): Promise<Array<BreakdownLine>> => {
   add(
     "Effect: consume a 2-event model stream (as the loop does)",
     await measure(
-      effectLoop(N, () =>
-        Channel.runForEach(Stream.fromIterable(twoEvents).channel, () => Effect.void)),
+      effectLoop(N, () => Channel.runForEach(Stream.fromIterable(twoEvents).channel, () => Effect.void)),
       N,
       60,
       20
@@ -209,8 +208,7 @@ export const runBreakdown = async (): Promise<Array<BreakdownLine>> => {
   add(
     "  pi's convertToLlm (filter) over 20,000 messages, done per request",
     await measure(
-      async () =>
-        history.filter((m) => m.role === "user" || m.role === "assistant" || m.role === "toolResult"),
+      async () => history.filter((m) => m.role === "user" || m.role === "assistant" || m.role === "toolResult"),
       1,
       60,
       30

@@ -78,7 +78,11 @@ const modules: Record<ContenderKey, () => Promise<Contender>> = {
   baseline: async () => {
     const path = process.env["BENCH_BASELINE"]
     if (path === undefined) throw new Error("the baseline contender needs BENCH_BASELINE")
-    return { ...(await import(path) as { agentloop: Contender }).agentloop, key: "baseline", label: "agentloop (baseline)" }
+    return {
+      ...(await import(path) as { agentloop: Contender }).agentloop,
+      key: "baseline",
+      label: "agentloop (baseline)"
+    }
   },
   pi: async () => (await import("./contenders/pi.ts")).pi,
   piFilter: async () => (await import("./contenders/pi.ts")).piFilter,
@@ -92,20 +96,21 @@ const modules: Record<ContenderKey, () => Promise<Contender>> = {
  * @since 0.1.0
  * @category measurements
  */
-export const prepareOf = (c: Contender, workload: WorkloadKind, size: number, calls: number) => (probe: Probe): Prepared => {
-  switch (workload) {
-    case "a":
-      return c.streamDeltas(size, probe)
-    case "b":
-      return c.toolSteps(size, probe)
-    case "c":
-      return c.toolBatch(size, probe)
-    case "d":
-      return c.longTranscript(size, probe)
-    case "g":
-      return c.growingRun(size, calls, probe)
+export const prepareOf =
+  (c: Contender, workload: WorkloadKind, size: number, calls: number) => (probe: Probe): Prepared => {
+    switch (workload) {
+      case "a":
+        return c.streamDeltas(size, probe)
+      case "b":
+        return c.toolSteps(size, probe)
+      case "c":
+        return c.toolBatch(size, probe)
+      case "d":
+        return c.longTranscript(size, probe)
+      case "g":
+        return c.growingRun(size, calls, probe)
+    }
   }
-}
 
 const smallSize = (workload: WorkloadKind): number => {
   const small = allSizes.small

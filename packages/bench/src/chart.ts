@@ -95,7 +95,12 @@ export const renderChart = (data: ChartData): string => {
   data.panels.forEach((panel, pi) => {
     const P = { x: 60, y: top + 20 + pi * (panelH + gap), w: width - 80, h: panelH - 40 }
     const yOf = (v: number) => P.y + P.h - ((Math.log10(v) - lo) / (hi - lo)) * P.h
-    text(P.x, P.y - 8, `${panel.label} — agentloop's cost ÷ the other's (log scale; below 1× agentloop is cheaper)`, `font-size="13" font-weight="bold"`)
+    text(
+      P.x,
+      P.y - 8,
+      `${panel.label} — agentloop's cost ÷ the other's (log scale; below 1× agentloop is cheaper)`,
+      `font-size="13" font-weight="bold"`
+    )
     for (const t of ticks) {
       line(P.x, yOf(t), P.x + P.w, yOf(t), `stroke="#ddd"`)
       text(P.x - 6, yOf(t) + 4, `${fmtTick(t)}×`, `font-size="11" text-anchor="end" fill="#555"`)

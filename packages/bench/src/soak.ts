@@ -24,14 +24,14 @@
  *
  * @since 0.1.0
  */
-import { mkdirSync, writeFileSync } from "node:fs"
-import * as os from "node:os"
-import * as v8 from "node:v8"
-import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
 import { runFaultInjection } from "@agentloop/testkit"
 import type { FaultInjectionSummary } from "@agentloop/testkit"
+import { Effect } from "effect"
+import { mkdirSync, writeFileSync } from "node:fs"
+import * as os from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import * as v8 from "node:v8"
 import { canCollect, collect, settleTimers } from "./measure.ts"
 
 const short = process.env["SOAK_SHORT"] === "1"
@@ -77,7 +77,9 @@ const main = async () => {
   if (!canCollect()) log("warning: node runs without --expose-gc: heap figures include garbage")
   const cpu = os.cpus()[0]?.model ?? "cpu"
   log(
-    `soak: ${runs.toLocaleString("en")} generated runs with faults${extended ? ", output schemas and sub-agents" : ""}, ` +
+    `soak: ${runs.toLocaleString("en")} generated runs with faults${
+      extended ? ", output schemas and sub-agents" : ""
+    }, ` +
       `seed ${seed} (${cpu}, node ${process.version})`
   )
 

@@ -42,7 +42,14 @@ const allCells: ReadonlyArray<SteadyCell> = [
     perStep: true
   })),
   { id: "c", label: "(c) 10,000 concurrent calls, ms", workload: "c", size: full.batch, calls: 0, perStep: false },
-  { id: "d", label: "(d) resume from 20,000 messages, ms", workload: "d", size: full.history, calls: 0, perStep: false },
+  {
+    id: "d",
+    label: "(d) resume from 20,000 messages, ms",
+    workload: "d",
+    size: full.history,
+    calls: 0,
+    perStep: false
+  },
   {
     id: "g",
     label: "(g) growing to 20,000 messages, ms",
@@ -66,7 +73,8 @@ const load = async (key: string): Promise<Contender> => {
   return (key === "baseline" ? module["agentloop"] : module[key])!
 }
 
-const quantile = (sorted: ReadonlyArray<number>, q: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!
+const quantile = (sorted: ReadonlyArray<number>, q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))]!
 
 /** In a child process: one contender, one cell. Prints `STEADY <json>`. */
 const measureHere = async (key: string, cellId: string, seconds: number) => {
@@ -85,7 +93,9 @@ const measureHere = async (key: string, cellId: string, seconds: number) => {
     samples.push(cell.perStep ? (ms * 1000) / cell.size : ms)
   }
   samples.sort((a, b) => a - b)
-  process.stdout.write(`STEADY ${JSON.stringify({ p10: quantile(samples, 0.1), median: quantile(samples, 0.5), runs: samples.length })}\n`)
+  process.stdout.write(
+    `STEADY ${JSON.stringify({ p10: quantile(samples, 0.1), median: quantile(samples, 0.5), runs: samples.length })}\n`
+  )
 }
 
 /**
@@ -145,17 +155,23 @@ const main = () => {
     }
     process.stderr.write(`round ${round + 1}/${rounds} done\n`)
   }
-  const best = (cell: string, key: string, field: "p10" | "median") => Math.min(...found.get(`${cell}/${key}`)!.map((r) => r[field]))
+  const best = (cell: string, key: string, field: "p10" | "median") =>
+    Math.min(...found.get(`${cell}/${key}`)!.map((r) => r[field]))
   const fmt = (x: number) => x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2)
-  const header = ["cell (steady state; lowest over rounds of each process's p10)", ...keys, "agentloop ÷ pi", "agentloop ÷ floor"]
+  const header = [
+    "cell (steady state; lowest over rounds of each process's p10)",
+    ...keys,
+    "agentloop ÷ pi",
+    "agentloop ÷ floor"
+  ]
   const lines = [`| ${header.join(" | ")} |`, `| --- | ${keys.map(() => "---:").join(" | ")} | ---: | ---: |`]
   for (const cell of cells) {
     const p10 = (key: string) => best(cell.id, key, "p10")
     const extra = cell.perStep ? ` (${fmt(p10("agentloop") - p10("floor"))} µs above)` : ""
     lines.push(
-      `| ${cell.label} | ${keys.map((k) => fmt(p10(k))).join(" | ")} | ${(p10("agentloop") / p10("pi")).toFixed(2)}× | ${
-        (p10("agentloop") / p10("floor")).toFixed(2)
-      }×${extra} |`
+      `| ${cell.label} | ${keys.map((k) => fmt(p10(k))).join(" | ")} | ${
+        (p10("agentloop") / p10("pi")).toFixed(2)
+      }× | ${(p10("agentloop") / p10("floor")).toFixed(2)}×${extra} |`
     )
   }
   const ops = keys.filter((k) => k === "agentloop" || k === "baseline").map((k) =>

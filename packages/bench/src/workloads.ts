@@ -117,7 +117,13 @@ export const allSizes: { readonly full: Sizes; readonly quick: Sizes; readonly s
     history: 20_000,
     growing: { turns: 2_222, calls: 8 }
   },
-  quick: { deltas: 10_000, stepCounts: [20, 100, 200], batch: 1_000, history: 2_000, growing: { turns: 222, calls: 8 } },
+  quick: {
+    deltas: 10_000,
+    stepCounts: [20, 100, 200],
+    batch: 1_000,
+    history: 2_000,
+    growing: { turns: 222, calls: 8 }
+  },
   small: { deltas: 1_000, stepCounts: [10], batch: 100, history: 100, growing: { turns: 10, calls: 8 } }
 }
 

@@ -4,8 +4,6 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore, Stream } from "effect"
-import type { Duration } from "effect"
 import {
   addUsage,
   allow,
@@ -39,18 +37,30 @@ import {
   startRun
 } from "@agentloop/durable"
 import type { DurableEvent, DurableStore } from "@agentloop/durable"
-import type { WorkflowEngine } from "effect/workflow"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
+import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from "@agentloop/tools"
 import { NodeServices } from "@effect/platform-node"
-import { closeSync, constants as fsConstants, fstatSync, openSync, readFileSync, readSync, realpathSync, statSync } from "node:fs"
+import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore, Stream } from "effect"
+import type { Duration } from "effect"
+import type { WorkflowEngine } from "effect/workflow"
+import {
+  closeSync,
+  constants as fsConstants,
+  fstatSync,
+  openSync,
+  readFileSync,
+  readSync,
+  realpathSync,
+  statSync
+} from "node:fs"
 import * as nodePath from "node:path"
 import { approvalTimeoutReason, makeApprovalPolicy, parseAnswer, previewCall } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
 import { knownContextWindow, makeCompactor, toolDefinitionsChars } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings } from "./Config.ts"
+import type { FlagSettings, Settings } from "./Config.ts"
 import {
   abortDurableRun,
   approveRun,
@@ -64,8 +74,8 @@ import {
   unfinishedRun
 } from "./Durable.ts"
 import type { RecordedRun } from "./Durable.ts"
-import type { FlagSettings, Settings } from "./Config.ts"
 import { makeRenderer } from "./Renderer.ts"
+import { stripControl } from "./Sanitize.ts"
 import { CODING_SYSTEM_PROMPT } from "./Session.ts"
 import {
   appendOrReport,
@@ -77,7 +87,6 @@ import {
   summarize
 } from "./Sessions.ts"
 import type { SessionLog } from "./Sessions.ts"
-import { stripControl } from "./Sanitize.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
 import type { Style } from "./Style.ts"
 import { exitSoon, installController, makeLineInput } from "./Terminal.ts"
@@ -130,7 +139,9 @@ export interface AgentFlags extends FlagSettings {
 const workspaceOf = (given: Option.Option<string>): Effect.Effect<string, CliError> =>
   Effect.suspend(() => {
     if (Option.isSome(given) && given.value.trim().length === 0) {
-      return Effect.fail(new CliError("--workspace is empty: give a folder (or leave the flag out for the current one)"))
+      return Effect.fail(
+        new CliError("--workspace is empty: give a folder (or leave the flag out for the current one)")
+      )
     }
     const path = nodePath.resolve(Option.getOrElse(given, () => process.cwd()))
     try {
@@ -154,7 +165,9 @@ const modelOf = (settings: Settings, model: string) =>
       )
     }
     if (provider === "scripted") {
-      return yield* Effect.fail(new CliError("the scripted model only plays the demo (agentloop demo); choose openai-compat or anthropic"))
+      return yield* Effect.fail(
+        new CliError("the scripted model only plays the demo (agentloop demo); choose openai-compat or anthropic")
+      )
     }
     let apiKey: string | undefined
     if (settings.apiKeyEnv !== undefined) {
@@ -168,14 +181,18 @@ const modelOf = (settings: Settings, model: string) =>
       baseUrl: settings.baseUrl,
       apiKey,
       maxTokens: settings.maxTokens,
-      ...(provider === "anthropic" && settings.promptCaching !== undefined ? { promptCaching: settings.promptCaching } : {}),
+      ...(provider === "anthropic" && settings.promptCaching !== undefined
+        ? { promptCaching: settings.promptCaching }
+        : {}),
       ...(Object.keys(settings.timeouts).length > 0 ?
         { timeouts: settings.timeouts as { readonly [K in keyof Settings["timeouts"]]: Duration.Input } } :
         {})
     }
     const layer = provider === "anthropic" ? anthropicFetchLayer(options) : openAiCompatFetchLayer(options)
     const context = yield* Layer.build(layer).pipe(
-      Effect.mapError((e) => new CliError(`${e.message} (the CLI reads API keys from the environment: see --api-key-env)`))
+      Effect.mapError((e) =>
+        new CliError(`${e.message} (the CLI reads API keys from the environment: see --api-key-env)`)
+      )
     )
     return context
   })
@@ -274,13 +291,17 @@ const makeAgent = (
     const err = safeWrite(process.stderr)
     const controller = yield* installController((text) => out(`${style.yellow(text)}\n`))
     controllerRef = controller
-    const settings = yield* resolveSettings(flags, root, process.env).pipe(Effect.mapError((e) => new CliError(e.message)))
+    const settings = yield* resolveSettings(flags, root, process.env).pipe(
+      Effect.mapError((e) => new CliError(e.message))
+    )
     if (flags.continue && Option.isSome(flags.resume)) {
       return yield* Effect.fail(new CliError("--continue and --resume cannot be used together"))
     }
     let modelName = settings.model
     if (settings.provider !== undefined && settings.provider !== "scripted" && modelName === undefined) {
-      return yield* Effect.fail(new CliError(`a model name is needed with provider ${settings.provider} (--model NAME)`))
+      return yield* Effect.fail(
+        new CliError(`a model name is needed with provider ${settings.provider} (--model NAME)`)
+      )
     }
     let modelContext: Context.Context<Model> = yield* modelOf(settings, modelName ?? "")
     const tools = yield* toolsLayer(root, settings, flags).pipe(Effect.mapError((e) => new CliError(e.message)))
@@ -305,7 +326,9 @@ const makeAgent = (
     if (flags.continue) {
       const sessions = yield* listSessions(root)
       const latest = sessions.filter((s) => !s.ended.startsWith("unreadable")).pop()
-      if (latest === undefined) return yield* Effect.fail(new CliError(`--continue: there is no session in ${root}/.agentloop/sessions yet`))
+      if (latest === undefined) {
+        return yield* Effect.fail(new CliError(`--continue: there is no session in ${root}/.agentloop/sessions yet`))
+      }
       resumeId = latest.id
     }
     if (resumeId !== undefined && !/^[A-Za-z0-9._-]+$/.test(resumeId)) {
@@ -334,15 +357,20 @@ const makeAgent = (
     }
     let runCount = log.records.filter((r) => r.type === "run_start").length
     // a resumed session keeps the system prompt it started with
-    let systemPrompt = log.header.systemPrompt !== undefined && log.header.systemPrompt.length > 0 ? log.header.systemPrompt : configuredPrompt
+    let systemPrompt = log.header.systemPrompt !== undefined && log.header.systemPrompt.length > 0
+      ? log.header.systemPrompt
+      : configuredPrompt
     let history: ReadonlyArray<Message> = log.messages
     let sessionUsage: Usage | undefined = summarize(log.id, log.records).usage
     let lastUsage: Usage | undefined
     const append = (entry: Message | SessionRecord) => appendOrReport(log, entry, report)
 
-    const contextWindow = settings.contextWindow ?? (modelName === undefined ? undefined : knownContextWindow(modelName))
+    const contextWindow = settings.contextWindow ??
+      (modelName === undefined ? undefined : knownContextWindow(modelName))
     // the model in use now (`/model` switches it)
-    const currentModel = Model.of({ stream: (request) => Stream.suspend(() => Context.get(modelContext, Model).stream(request)) })
+    const currentModel = Model.of({
+      stream: (request) => Stream.suspend(() => Context.get(modelContext, Model).stream(request))
+    })
     // every request carries the tool definitions (and the final-answer tool with --output-schema)
     const toolChars = () =>
       toolDefinitionsChars([
@@ -366,7 +394,9 @@ const makeAgent = (
             summary: state.summary,
             ...(info.usage === undefined ? {} : { usage: info.usage })
           })
-          yield* renderer.line(style.dim(`⇢ compacted: ${state.covered} earlier message(s) summarised, ${info.kept} kept verbatim`))
+          yield* renderer.line(
+            style.dim(`⇢ compacted: ${state.covered} earlier message(s) summarised, ${info.kept} kept verbatim`)
+          )
         }),
       onError: (message) => renderer.line(style.yellow(`⚠ ${message}`))
     })
@@ -378,7 +408,8 @@ const makeAgent = (
       yes: flags.yes,
       ask,
       print: (text) => renderer.line(text),
-      record: (r: ApprovalRecord) => Effect.flatMap(Clock.currentTimeMillis, (at) => append({ type: "approval", at, ...r })),
+      record: (r: ApprovalRecord) =>
+        Effect.flatMap(Clock.currentTimeMillis, (at) => append({ type: "approval", at, ...r })),
       style,
       always,
       timeout: settings.approvalTimeout
@@ -446,14 +477,17 @@ const makeAgent = (
         const input = [...history, userMessage]
         history = input
         let step = 0
-        const model = Layer.succeed(Model, Model.of({
-          stream: (request) =>
-            Stream.unwrap(Effect.gen(function*() {
-              step++
-              yield* append({ type: "turn_start", at: yield* Clock.currentTimeMillis, step })
-              return currentModel.stream(request)
-            }))
-        }))
+        const model = Layer.succeed(
+          Model,
+          Model.of({
+            stream: (request) =>
+              Stream.unwrap(Effect.gen(function*() {
+                step++
+                yield* append({ type: "turn_start", at: yield* Clock.currentTimeMillis, step })
+                return currentModel.stream(request)
+              }))
+          })
+        )
         const sink = callbackSinkLayer((event) => Effect.andThen(persist(event), renderer.render(event)))
         const run = yield* startAgentLoop({
           systemPrompt,
@@ -502,7 +536,8 @@ const makeAgent = (
         }))
     })
 
-    const record = (r: ApprovalRecord) => Effect.flatMap(Clock.currentTimeMillis, (at) => append({ type: "approval", at, ...r }))
+    const record = (r: ApprovalRecord) =>
+      Effect.flatMap(Clock.currentTimeMillis, (at) => append({ type: "approval", at, ...r }))
 
     // calls that change things wait for an answer: from this terminal (when there is one) or from
     // `agentloop approve` in another; the journal keeps the first
@@ -510,7 +545,9 @@ const makeAgent = (
       if (definition === undefined || definition.readOnly === true) return allow
       const base = { toolCallId: call.id, name: call.name }
       if (flags.yes) return Effect.as(record({ ...base, decision: "approved", by: "policy" }), allow)
-      if (always.has(call.name)) return Effect.as(record({ ...base, decision: "approved", by: "policy", reason: "always" }), allow)
+      if (always.has(call.name)) {
+        return Effect.as(record({ ...base, decision: "approved", by: "policy", reason: "always" }), allow)
+      }
       return askDecision
     }
 
@@ -541,10 +578,14 @@ const makeAgent = (
         }
         yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
         for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
-        yield* renderer.line(style.dim(`  (or from another terminal: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason])`))
+        yield* renderer.line(
+          style.dim(`  (or from another terminal: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason])`)
+        )
         while (true) {
           const line = yield* renderer.hold(
-            input.read(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `, { history: false })
+            input.read(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `, {
+              history: false
+            })
           )
           // no answer possible here: the call waits for one from another terminal
           if (line === undefined) return
@@ -560,7 +601,12 @@ const makeAgent = (
             // the run remembers it too (journaled), for its later calls of this tool after a restart
             return yield* answerHere(runId, w, { approved: true, always: true })
           }
-          yield* record({ ...base, decision: "denied", by: "user", ...(answer.reason === undefined ? {} : { reason: answer.reason }) })
+          yield* record({
+            ...base,
+            decision: "denied",
+            by: "user",
+            ...(answer.reason === undefined ? {} : { reason: answer.reason })
+          })
           return yield* answerHere(runId, w, { approved: false, reason: denialReason(answer.reason) })
         }
       })).pipe(Effect.catch((e: CliError) => Effect.sync(() => report(e.message))))
@@ -576,7 +622,9 @@ const makeAgent = (
         }
         yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
         for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
-        yield* renderer.line(`  waiting for an answer: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason]`)
+        yield* renderer.line(
+          `  waiting for an answer: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason]`
+        )
       })
 
     const timedOut = (denial: unknown) =>
@@ -650,28 +698,30 @@ const makeAgent = (
     } | undefined
     // (built once, whoever needs it first: a run, or an answer typed while a resumed run starts)
     const runnerLock = yield* Semaphore.make(1)
-    const ensureRunner: Effect.Effect<NonNullable<typeof runner>, CliError> = runnerLock.withPermits(1)(Effect.gen(function*() {
-      if (runner !== undefined && runner.sessionId === log.id) return runner
-      if (runner !== undefined) {
-        yield* Scope.close(runner.scope, Exit.void)
-        runner = undefined
-      }
-      const file = yield* prepareDatabase(root, log.id).pipe(Effect.mapError((e) => new CliError(e.message)))
-      const runnerScope = yield* Scope.fork(scope)
-      const layer = durableRunnerLayer({ policy: durablePolicy, approvalTimeout: settings.approvalTimeout }).pipe(
-        Layer.provideMerge(embeddedEngineLayer({ filename: file })),
-        Layer.provide(Layer.mergeAll(
-          Layer.succeed(Model, durableModel),
-          Layer.succeedContext(executor),
-          Layer.succeed(DurableEventSink, { emit: onDurableEvent })
-        ))
-      )
-      const context = yield* Layer.buildWithScope(layer, runnerScope).pipe(
-        Effect.mapError((e) => new CliError(`durable runs: ${e.message}`))
-      )
-      runner = { sessionId: log.id, scope: runnerScope, context }
-      return runner
-    }))
+    const ensureRunner: Effect.Effect<NonNullable<typeof runner>, CliError> = runnerLock.withPermits(1)(
+      Effect.gen(function*() {
+        if (runner !== undefined && runner.sessionId === log.id) return runner
+        if (runner !== undefined) {
+          yield* Scope.close(runner.scope, Exit.void)
+          runner = undefined
+        }
+        const file = yield* prepareDatabase(root, log.id).pipe(Effect.mapError((e) => new CliError(e.message)))
+        const runnerScope = yield* Scope.fork(scope)
+        const layer = durableRunnerLayer({ policy: durablePolicy, approvalTimeout: settings.approvalTimeout }).pipe(
+          Layer.provideMerge(embeddedEngineLayer({ filename: file })),
+          Layer.provide(Layer.mergeAll(
+            Layer.succeed(Model, durableModel),
+            Layer.succeedContext(executor),
+            Layer.succeed(DurableEventSink, { emit: onDurableEvent })
+          ))
+        )
+        const context = yield* Layer.buildWithScope(layer, runnerScope).pipe(
+          Effect.mapError((e) => new CliError(`durable runs: ${e.message}`))
+        )
+        runner = { sessionId: log.id, scope: runnerScope, context }
+        return runner
+      })
+    )
 
     /** Starts (or joins) a durable run and follows it to its end, or until the program leaves. */
     const followRun = (runId: string, runInput: ReadonlyArray<Message>, live: boolean) =>
@@ -680,14 +730,22 @@ const makeAgent = (
         const r = yield* ensureRunner
         // Ctrl-C aborts the run at its next safe boundary; leaving (a second Ctrl-C, SIGTERM,
         // SIGHUP) keeps it for the next time
-        controller.setRun(Effect.suspend(() =>
-          controller.exitRequested() ? Effect.void : Effect.provideContext(abortRun(runId), r.context)
-        ))
+        controller.setRun(
+          Effect.suspend(() =>
+            controller.exitRequested() ? Effect.void : Effect.provideContext(abortRun(runId), r.context)
+          )
+        )
         // the answer's schema travels with the run as JSON Schema (a resumed run has it already)
         const output = options.output === undefined ?
           {} :
           { output: { jsonSchema: options.output.jsonSchema, name: options.output.name } }
-        const outcome = yield* startRun({ runId, messages: runInput, systemPrompt, maxSteps: settings.maxSteps, ...output }).pipe(
+        const outcome = yield* startRun({
+          runId,
+          messages: runInput,
+          systemPrompt,
+          maxSteps: settings.maxSteps,
+          ...output
+        }).pipe(
           Effect.andThen(awaitRun(runId, { interval: "50 millis" })),
           Effect.provideContext(r.context),
           Effect.mapError((e) => new CliError(`durable run ${runId}: ${e.message}`)),
@@ -702,11 +760,15 @@ const makeAgent = (
         }
         const result = outcome.value
         // a run taken over from an earlier process may have records written twice: always rebuilt
-        const rewritten = yield* reconcileSession(root, log.file, runId, result.messages.slice(runInput.length), !live).pipe(
-          Effect.mapError((e) => new CliError(e.message))
-        )
+        const rewritten = yield* reconcileSession(root, log.file, runId, result.messages.slice(runInput.length), !live)
+          .pipe(
+            Effect.mapError((e) => new CliError(e.message))
+          )
         if (rewritten) {
-          log = yield* openSession(root, log.id).pipe(Scope.provide(scope), Effect.mapError((e) => new CliError(e.message)))
+          log = yield* openSession(root, log.id).pipe(
+            Scope.provide(scope),
+            Effect.mapError((e) => new CliError(e.message))
+          )
         }
         return yield* endRun(result, runId)
       })
@@ -753,7 +815,9 @@ const makeAgent = (
         }
       }
       history = runInput
-      yield* renderer.line(style.dim(`↻ resuming the durable run ${run.runId}: ${stripControl(run.prompt).slice(0, 80)}`))
+      yield* renderer.line(
+        style.dim(`↻ resuming the durable run ${run.runId}: ${stripControl(run.prompt).slice(0, 80)}`)
+      )
       followed = { runId: run.runId, inputLength: runInput.length, live: false, seen: new Set() }
       for (const p of run.pending) {
         const call = calls.get(p.callId)
@@ -798,10 +862,14 @@ const makeAgent = (
           out(`${style.dim(`model: ${name}`)}\n`)
         }).pipe(Scope.provide(scope)),
       describe: () =>
-        `${settings.provider ?? "?"} ${modelName ?? ""}${settings.baseUrl === undefined ? "" : ` at ${settings.baseUrl}`}`,
+        `${settings.provider ?? "?"} ${modelName ?? ""}${
+          settings.baseUrl === undefined ? "" : ` at ${settings.baseUrl}`
+        }`,
       cost: () =>
         `last run: ${describeUsage(lastUsage)}\nsession:  ${describeUsage(sessionUsage)}${
-          contextWindow === undefined ? "" : `\ncontext window: ${formatTokens(contextWindow)} tokens (compaction at 75%)`
+          contextWindow === undefined
+            ? ""
+            : `\ncontext window: ${formatTokens(contextWindow)} tokens (compaction at 75%)`
         }`,
       sessionFile: () => log.file
     } satisfies Agent
@@ -839,7 +907,11 @@ export const runCommand = (
     }
     const agent = yield* makeAgent(flags, { output })
     const { style } = agent
-    agent.out(`${style.bold("agentloop")} ${style.dim(`${agent.describe()} · ${agent.root} · session ${agent.sessionFile()}`)}\n`)
+    agent.out(
+      `${style.bold("agentloop")} ${
+        style.dim(`${agent.describe()} · ${agent.root} · session ${agent.sessionFile()}`)
+      }\n`
+    )
     let result = yield* agent.resumePending
     if (!sameTask && !agent.controller.exitRequested()) result = yield* agent.runPrompt(flags.task)
     const exit = Option.getOrUndefined(yield* Deferred.poll(agent.controller.exit))
@@ -891,7 +963,9 @@ const readRegularFile = (path: string, max: number): string => {
   try {
     const stat = fstatSync(fd)
     if (!stat.isFile()) {
-      throw new CliError(stat.isDirectory() ? "it is a folder" : "it is not a regular file (a FIFO, a device or a socket)")
+      throw new CliError(
+        stat.isDirectory() ? "it is a folder" : "it is not a regular file (a FIFO, a device or a socket)"
+      )
     }
     if (stat.size > max) throw new CliError(`it is larger than ${max} bytes`)
     const buffer = Buffer.alloc(max + 1)
@@ -916,7 +990,9 @@ const readRegularFile = (path: string, max: number): string => {
  */
 const readOutputSchema = (file: string): Effect.Effect<OutputSchema<unknown>, CliError> =>
   Effect.gen(function*() {
-    if (file.trim().length === 0) return yield* Effect.fail(new CliError("--output-schema is empty: give a JSON Schema file"))
+    if (file.trim().length === 0) {
+      return yield* Effect.fail(new CliError("--output-schema is empty: give a JSON Schema file"))
+    }
     const text = yield* Effect.try({
       try: () => readRegularFile(nodePath.resolve(file), MAX_SCHEMA_BYTES),
       catch: (e) =>

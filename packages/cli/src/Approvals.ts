@@ -8,9 +8,9 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Option, Semaphore } from "effect"
 import { allow, deny } from "@agentloop/core"
 import type { ApprovalRecord as SessionApprovalRecord, ToolCall, ToolPolicy } from "@agentloop/core"
+import { Clock, Duration, Effect, Option, Semaphore } from "effect"
 import { stripControl } from "./Sanitize.ts"
 import type { Style } from "./Style.ts"
 
@@ -86,7 +86,10 @@ export const previewCall = (call: ToolCall, style: Style): ReadonlyArray<string>
   }
   if (call.name === "write" && str("path") !== undefined) {
     const lines = (str("content") ?? "").split("\n")
-    return [`${style.bold(str("path")!)} (${lines.length} line(s))`, ...clip(lines.map((l) => style.green(`+ ${l}`)), 12)]
+    return [
+      `${style.bold(str("path")!)} (${lines.length} line(s))`,
+      ...clip(lines.map((l) => style.green(`+ ${l}`)), 12)
+    ]
   }
   return clip(JSON.stringify(a, null, 2).split("\n").map(stripControl), 20)
 }
@@ -104,7 +107,8 @@ export const parseAnswer = (
   | { readonly kind: "yes" }
   | { readonly kind: "always" }
   | { readonly kind: "no"; readonly reason: string | undefined }
-  | undefined => {
+  | undefined =>
+{
   // a reason is plain text: no control sequences in the session file nor in what the model sees
   const text = stripControl(line).trim()
   const match = /^(y|yes|a|always|n|no)\b[\s:,-]*(.*)$/is.exec(text)

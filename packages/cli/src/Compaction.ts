@@ -18,9 +18,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Stream } from "effect"
 import type { AssistantMessage, Message, Model, ModelError, ToolDefinition, Usage, UserMessage } from "@agentloop/core"
 import { modelInfo } from "@agentloop/providers"
+import { Effect, Stream } from "effect"
 
 /**
  * Share of the context window past which a request is compacted.
@@ -131,7 +131,9 @@ export const chooseCut = (messages: ReadonlyArray<Message>, from: number, keepTo
 
 const textOf = (m: Message): string => {
   if (m.role === "user") {
-    return typeof m.content === "string" ? m.content : m.content.map((c) => (c.type === "text" ? c.text : "[image]")).join("")
+    return typeof m.content === "string"
+      ? m.content
+      : m.content.map((c) => (c.type === "text" ? c.text : "[image]")).join("")
   }
   if (m.role === "toolResult") {
     const text = m.content.map((c) => (c.type === "text" ? c.text : "[image]")).join("")
@@ -155,7 +157,8 @@ const SUMMARIZER_PROMPT = "You summarise the earlier part of a coding session be
  */
 export const summaryMessage = (text: string, count: number): UserMessage => ({
   role: "user",
-  content: `${SUMMARY_HEADER} (${count} messages)]\n<summary>\n${text.trim()}\n</summary>\nThe latest messages follow verbatim.`
+  content:
+    `${SUMMARY_HEADER} (${count} messages)]\n<summary>\n${text.trim()}\n</summary>\nThe latest messages follow verbatim.`
 })
 
 /**
@@ -180,9 +183,14 @@ export const summarizeWith = (
       messages: [{ role: "user", content: `Summarise this conversation:\n\n${lines.join("\n\n")}` }],
       tools: []
     }))
-    const done = events.find((e): e is { readonly type: "done"; readonly message: AssistantMessage } => e.type === "done")
+    const done = events.find((e): e is { readonly type: "done"; readonly message: AssistantMessage } =>
+      e.type === "done"
+    )
     const text = done?.message.content.map((c) => (c.type === "text" ? c.text : "")).join("") ?? ""
-    return { summary: summaryMessage(text.length > 0 ? text : "(the model gave no summary)", count), usage: done?.message.usage }
+    return {
+      summary: summaryMessage(text.length > 0 ? text : "(the model gave no summary)", count),
+      usage: done?.message.usage
+    }
   })
 
 /**
@@ -199,7 +207,10 @@ export interface CompactorOptions {
   readonly model: Model["Service"]
   readonly initial: CompactionState | undefined
   /** Called with each new summary (to record it in the session and show a line). */
-  readonly onCompact: (state: CompactionState, info: { readonly kept: number; readonly usage: Usage | undefined }) => Effect.Effect<void>
+  readonly onCompact: (
+    state: CompactionState,
+    info: { readonly kept: number; readonly usage: Usage | undefined }
+  ) => Effect.Effect<void>
   /** Called when summarising failed (the request is then sent uncompacted). */
   readonly onError: (message: string) => Effect.Effect<void>
 }
@@ -226,7 +237,9 @@ export interface Compactor {
 export const makeCompactor = (options: CompactorOptions): Compactor => {
   let state = options.initial
   const apply = (messages: ReadonlyArray<Message>): ReadonlyArray<Message> =>
-    state !== undefined && state.covered <= messages.length ? [state.summary, ...messages.slice(state.covered)] : messages
+    state !== undefined && state.covered <= messages.length
+      ? [state.summary, ...messages.slice(state.covered)]
+      : messages
   const compact = (messages: ReadonlyArray<Message>, keepTokens: number) =>
     Effect.gen(function*() {
       const from = state !== undefined && state.covered <= messages.length ? state.covered : 0

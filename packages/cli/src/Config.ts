@@ -188,7 +188,9 @@ const envProvider = (env: NodeJS.ProcessEnv): Effect.Effect<ProviderName | undef
   if (raw === undefined || raw === "") return Effect.succeed(undefined)
   return Schema.is(ProviderName)(raw) ?
     Effect.succeed(raw) :
-    Effect.fail(new ConfigError({ message: `AGENTLOOP_PROVIDER must be scripted, openai-compat or anthropic, got "${raw}"` }))
+    Effect.fail(
+      new ConfigError({ message: `AGENTLOOP_PROVIDER must be scripted, openai-compat or anthropic, got "${raw}"` })
+    )
 }
 
 /** A positive duration: seconds (a number, or digits) or e.g. "3 days", "90 seconds". */
@@ -197,12 +199,16 @@ const approvalTimeoutOf = (
   where: string
 ): Effect.Effect<EffectDuration.Duration | undefined, ConfigError> => {
   if (value === undefined) return Effect.succeed(undefined)
-  const input = typeof value === "number" || /^\d+(\.\d+)?$/.test(value.trim()) ? `${Number(value)} seconds` : value.trim()
+  const input = typeof value === "number" || /^\d+(\.\d+)?$/.test(value.trim())
+    ? `${Number(value)} seconds`
+    : value.trim()
   const parsed = EffectDuration.fromInput(input as EffectDuration.Input)
   return Option.isSome(parsed) && EffectDuration.isFinite(parsed.value) && EffectDuration.toMillis(parsed.value) > 0 ?
     Effect.succeed(parsed.value) :
     Effect.fail(
-      new ConfigError({ message: `${where} must be a positive duration (seconds, or e.g. "3 days", "90 minutes"), got "${value}"` })
+      new ConfigError({
+        message: `${where} must be a positive duration (seconds, or e.g. "3 days", "90 minutes"), got "${value}"`
+      })
     )
 }
 
@@ -239,7 +245,9 @@ export const resolveSettings = (
     const fileTimeouts = fromFiles("timeouts") ?? {}
     const timeout = (flag: Option.Option<string>, key: "firstByte" | "idle" | "request") => {
       const value = Option.isSome(flag) ? flag.value : fileTimeouts[key]
-      return value === undefined ? {} : { [key]: typeof value === "string" && /^\d+(\.\d+)?$/.test(value) ? `${value} seconds` : value }
+      return value === undefined
+        ? {}
+        : { [key]: typeof value === "string" && /^\d+(\.\d+)?$/.test(value) ? `${value} seconds` : value }
     }
     return {
       provider: pick(flags.provider, yield* envProvider(env), "provider"),

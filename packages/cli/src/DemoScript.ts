@@ -73,7 +73,10 @@ export const demoPrompt = "The tests in this project fail. Find the bug, fix it,
  */
 export const demoScript: ReadonlyArray<ScriptedTurn> = [
   turn.toolCalls(
-    [toolCall("call_read_math", "read", { path: "src/math.js" }), toolCall("call_read_test", "read", { path: "test.js" })],
+    [
+      toolCall("call_read_math", "read", { path: "src/math.js" }),
+      toolCall("call_read_test", "read", { path: "test.js" })
+    ],
     "Let me look at the code and the tests together."
   ),
   turn.toolCalls(

@@ -10,10 +10,17 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer } from "effect"
 import type { Message, TranscriptRecord } from "@agentloop/core"
-import { abortRun, approve, embeddedClientLayer, listRuns, pendingApprovals, runnerLockFileOf } from "@agentloop/durable"
+import {
+  abortRun,
+  approve,
+  embeddedClientLayer,
+  listRuns,
+  pendingApprovals,
+  runnerLockFileOf
+} from "@agentloop/durable"
 import type { DurableRunStatus, DurableStore } from "@agentloop/durable"
+import { Effect, Layer } from "effect"
 import type { WorkflowEngine } from "effect/workflow"
 import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import type { Stats } from "node:fs"
@@ -73,7 +80,9 @@ export const sessionOfRun = (runId: string): string | undefined => {
 }
 
 /** The SQLite files of a database: itself, its journal, its shared memory and its runner lock. */
-const databaseFiles = (file: string): ReadonlyArray<string> => [file, `${file}-wal`, `${file}-shm`, runnerLockFileOf(file)]
+const databaseFiles = (
+  file: string
+): ReadonlyArray<string> => [file, `${file}-wal`, `${file}-shm`, runnerLockFileOf(file)]
 
 /**
  * Checks that a session's database can be opened without leaving the workspace: the session id
@@ -89,7 +98,11 @@ const databaseFiles = (file: string): ReadonlyArray<string> => [file, `${file}-w
  * @since 0.1.0
  * @category files
  */
-export const checkDatabase = (root: string, sessionId: string, mustExist: boolean): Effect.Effect<string, DurableCliError> =>
+export const checkDatabase = (
+  root: string,
+  sessionId: string,
+  mustExist: boolean
+): Effect.Effect<string, DurableCliError> =>
   Effect.suspend(() => {
     if (!SESSION_ID.test(sessionId)) {
       return Effect.fail(new DurableCliError(`"${stripControl(sessionId).slice(0, 100)}" is not a session id`))
@@ -103,7 +116,9 @@ export const checkDatabase = (root: string, sessionId: string, mustExist: boolea
       return Effect.fail(new DurableCliError(`no durable runs database at ${file}`))
     }
     if (real !== nodePath.join(realpathSync(root), DURABLE_FOLDER)) {
-      return Effect.fail(new DurableCliError(`${folder} leads out of the workspace (a link): refusing to open a database there`))
+      return Effect.fail(
+        new DurableCliError(`${folder} leads out of the workspace (a link): refusing to open a database there`)
+      )
     }
     for (const f of databaseFiles(file)) {
       let stat: Stats
@@ -225,7 +240,9 @@ export const recordedRuns = (records: ReadonlyArray<TranscriptRecord>): Array<Re
         name: typeof r["name"] === "string" ? r["name"] : "?",
         askedAt: atOf(r)
       })
-    } else if ((r.type === "approval" || r.type === "tool_start" || r.type === "tool_end") && typeof r["toolCallId"] === "string") {
+    } else if (
+      (r.type === "approval" || r.type === "tool_start" || r.type === "tool_end") && typeof r["toolCallId"] === "string"
+    ) {
       current.pending.delete(r["toolCallId"])
     }
   }
@@ -251,8 +268,10 @@ const isObject = (u: unknown): u is Record<string, unknown> => typeof u === "obj
 
 /** JSON with the keys of every object sorted: two messages are the same when these are equal. */
 const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) =>
-    isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v)
+  JSON.stringify(
+    value,
+    (_key, v: unknown) => isObject(v) ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, v[k]])) : v
+  )
 
 /**
  * A session file split at a run: the lines up to and including the run's prompt message, and the
@@ -537,7 +556,12 @@ export const listWorkspaceRuns = (root: string): Effect.Effect<ReadonlyArray<Run
           " (no process is running it: it goes on when its command runs again)" :
           ""
         // a session file is text anyone could have written (a cloned repository): no control sequences out
-        out.push({ runId: run.runId, startedAt: run.startedAt, prompt: stripControl(run.prompt), state: stripControl(`${state}${stopped}`) })
+        out.push({
+          runId: run.runId,
+          startedAt: run.startedAt,
+          prompt: stripControl(run.prompt),
+          state: stripControl(`${state}${stopped}`)
+        })
       }
     }
     return out.sort((a, b) => a.startedAt - b.startedAt || a.runId.localeCompare(b.runId))
@@ -599,7 +623,8 @@ export const approveRun = (
       Effect.gen(function*() {
         const waiting = yield* pendingApprovals(runId).pipe(Effect.mapError((e) => new DurableCliError(e.message)))
         // a call id from the model may hold control sequences, shown without them: either form names it
-        const pending = waiting.find((p) => p.call.id === callId) ?? waiting.find((p) => stripControl(p.call.id) === callId)
+        const pending = waiting.find((p) => p.call.id === callId) ??
+          waiting.find((p) => stripControl(p.call.id) === callId)
         if (pending === undefined) {
           return yield* Effect.fail(
             new DurableCliError(

@@ -8,8 +8,8 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect } from "effect"
 import type { LoopEvent, ToolCall, ToolResultMessage } from "@agentloop/core"
+import { Clock, Effect } from "effect"
 import { stripControl } from "./Sanitize.ts"
 import type { Style } from "./Style.ts"
 
@@ -53,7 +53,9 @@ const oneLine = (text: string, max: number) => {
 export const describeCall = (call: ToolCall): string => {
   const args = call.arguments
   const main = args["command"] ?? args["path"]
-  return typeof main === "string" ? `${call.name} ${oneLine(main, 60)}` : `${call.name} ${oneLine(JSON.stringify(args), 60)}`
+  return typeof main === "string"
+    ? `${call.name} ${oneLine(main, 60)}`
+    : `${call.name} ${oneLine(JSON.stringify(args), 60)}`
 }
 
 /**
@@ -70,7 +72,11 @@ export const describeResult = (result: ToolResultMessage): string => {
   if (typeof d["totalLines"] === "number") return `lines ${d["firstLine"]}-${d["lastLine"]} of ${d["totalLines"]}`
   if (typeof d["replacements"] === "number") return oneLine(text.split("\n")[0] ?? "", 100)
   if (d["exitCode"] !== undefined || d["timedOut"] !== undefined) {
-    const how = d["timedOut"] === true ? "timed out" : d["signal"] ? `killed by ${d["signal"]}` : `exit ${d["exitCode"]}`
+    const how = d["timedOut"] === true
+      ? "timed out"
+      : d["signal"]
+      ? `killed by ${d["signal"]}`
+      : `exit ${d["exitCode"]}`
     return `${how}, ${lines} line(s) of output`
   }
   const firstLine = text.split("\n").find((l) => l.trim().length > 0) ?? ""
@@ -161,7 +167,11 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             endStream()
             const m = event.message
             if (m.stopReason !== "toolUse" && m.stopReason !== "stop") {
-              println(style.yellow(`  model stopped: ${m.stopReason}${m.errorMessage ? ` (${stripControl(m.errorMessage)})` : ""}`))
+              println(
+                style.yellow(
+                  `  model stopped: ${m.stopReason}${m.errorMessage ? ` (${stripControl(m.errorMessage)})` : ""}`
+                )
+              )
             }
             return
           }
@@ -192,10 +202,20 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             const name = entry ? describeCall(entry.call) : r.toolName
             const skipped = (r.details as { skipped?: boolean } | undefined)?.skipped === true
             const mark = skipped ? style.yellow("⊘") : r.isError ? style.red("✗") : style.green("✓")
-            const summary = skipped ? style.yellow(describeResult(r)) : r.isError ? style.red(describeResult(r)) : describeResult(r)
+            const summary = skipped
+              ? style.yellow(describeResult(r))
+              : r.isError
+              ? style.red(describeResult(r))
+              : describeResult(r)
             println(`${mark} ${name}${elapsed}  ${summary}`)
             for (const l of diffLines(r)) {
-              println(l.startsWith("+") ? style.green(`    ${l}`) : l.startsWith("-") ? style.red(`    ${l}`) : style.dim(`    ${l}`))
+              println(
+                l.startsWith("+")
+                  ? style.green(`    ${l}`)
+                  : l.startsWith("-")
+                  ? style.red(`    ${l}`)
+                  : style.dim(`    ${l}`)
+              )
             }
             drawStatus(now)
             return
@@ -213,7 +233,13 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
           }
           case "turn_end": {
             const color = event.reason === "stop" ? style.green : event.reason === "error" ? style.red : style.yellow
-            println(color(`■ run ended: ${event.reason} after ${event.steps} step(s)${event.error ? ` — ${stripControl(event.error)}` : ""}`))
+            println(
+              color(
+                `■ run ended: ${event.reason} after ${event.steps} step(s)${
+                  event.error ? ` — ${stripControl(event.error)}` : ""
+                }`
+              )
+            )
             return
           }
         }

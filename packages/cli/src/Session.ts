@@ -6,11 +6,18 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer } from "effect"
-import { callbackSinkLayer, makeTranscriptWriter, Model, PersistenceError, runAgentLoop, transcriptSink } from "@agentloop/core"
+import {
+  callbackSinkLayer,
+  makeTranscriptWriter,
+  Model,
+  PersistenceError,
+  runAgentLoop,
+  transcriptSink
+} from "@agentloop/core"
 import type { AgentRunResult, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
 import { checkInvariants } from "@agentloop/testkit"
 import type { InvariantViolation } from "@agentloop/testkit"
+import { Effect, Layer } from "effect"
 import type { Renderer } from "./Renderer.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
@@ -73,18 +80,22 @@ export const runSession = (options: SessionOptions) =>
     const model = yield* Model
     // the transcript file: emptied, then appended line by line, only inside the workspace
     const transcriptFile = ".agentloop/transcript.jsonl"
-    const toPersistence = (e: WorkspaceIO.WorkspaceWriteError) => new PersistenceError({ path: e.path, message: e.message })
+    const toPersistence = (e: WorkspaceIO.WorkspaceWriteError) =>
+      new PersistenceError({ path: e.path, message: e.message })
     yield* WorkspaceIO.writeFile(options.workspace, transcriptFile, "").pipe(Effect.mapError(toPersistence))
     const file = yield* WorkspaceIO.openAppend(options.workspace, transcriptFile).pipe(Effect.mapError(toPersistence))
     const writer = yield* makeTranscriptWriter((line) => Effect.mapError(file.append(line), toPersistence))
     const persist = transcriptSink(writer, (e) => options.renderer.line(`agentloop: ${e.message}`))
     const requests: Array<ModelRequest> = []
-    const recordingModel = Layer.succeed(Model, Model.of({
-      stream: (request) => {
-        requests.push(request)
-        return model.stream(request)
-      }
-    }))
+    const recordingModel = Layer.succeed(
+      Model,
+      Model.of({
+        stream: (request) => {
+          requests.push(request)
+          return model.stream(request)
+        }
+      })
+    )
     const { renderer } = options
     const runs: Array<AgentRunResult> = []
     const violations: Array<InvariantViolation> = []
@@ -99,9 +110,10 @@ export const runSession = (options: SessionOptions) =>
         if (event.type === "tool_start") toolsRun++
         return Effect.andThen(persist.emit(event), renderer.render(event))
       })
-      const result = yield* runAgentLoop({ systemPrompt: options.systemPrompt, messages, maxSteps: options.maxSteps }).pipe(
-        Effect.provide(Layer.merge(recordingModel, sink))
-      )
+      const result = yield* runAgentLoop({ systemPrompt: options.systemPrompt, messages, maxSteps: options.maxSteps })
+        .pipe(
+          Effect.provide(Layer.merge(recordingModel, sink))
+        )
       runs.push(result)
       violations.push(...checkInvariants({ input: messages, result, events, requests: requests.slice(firstRequest) }))
       if (result.reason !== "length" || runs.length > options.continuations) break

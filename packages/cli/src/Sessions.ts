@@ -5,10 +5,10 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Random } from "effect"
-import type { Scope } from "effect"
 import { addUsage, makeTranscriptWriter, parseTranscript, PersistenceError, sessionRecordsOf } from "@agentloop/core"
 import type { Message, SessionHeader, SessionRecord, TranscriptWriter, Usage } from "@agentloop/core"
+import { Clock, Effect, Random } from "effect"
+import type { Scope } from "effect"
 import { readdirSync } from "node:fs"
 import * as nodePath from "node:path"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
@@ -55,11 +55,15 @@ export const newSessionId: Effect.Effect<string> = Effect.gen(function*() {
   return `${stamp}-${suffix}`
 })
 
-const toPersistenceError = (e: WorkspaceIO.WorkspaceWriteError) => new PersistenceError({ path: e.path, message: e.message })
+const toPersistenceError = (e: WorkspaceIO.WorkspaceWriteError) =>
+  new PersistenceError({ path: e.path, message: e.message })
 
 const writerFor = (root: string, file: string, exclusive: boolean, repaired: boolean) =>
-  Effect.flatMap(Effect.mapError(WorkspaceIO.openAppend(root, file, exclusive), toPersistenceError), (appendFile) =>
-    makeTranscriptWriter((line) => Effect.mapError(appendFile.append(line), toPersistenceError), repaired))
+  Effect.flatMap(
+    Effect.mapError(WorkspaceIO.openAppend(root, file, exclusive), toPersistenceError),
+    (appendFile) =>
+      makeTranscriptWriter((line) => Effect.mapError(appendFile.append(line), toPersistenceError), repaired)
+  )
 
 /**
  * Starts a new session file with its header.
@@ -186,7 +190,16 @@ export const listSessions = (root: string): Effect.Effect<ReadonlyArray<SessionS
       out.push(
         loaded._tag === "Success" ?
           summarize(id, sessionRecordsOf(loaded.success.records)) :
-          { id, at: 0, firstPrompt: "", runs: 0, steps: 0, ended: `unreadable: ${loaded.failure.message}`, usage: undefined, model: "" }
+          {
+            id,
+            at: 0,
+            firstPrompt: "",
+            runs: 0,
+            steps: 0,
+            ended: `unreadable: ${loaded.failure.message}`,
+            usage: undefined,
+            model: ""
+          }
       )
     }
     return out.sort((a, b) => a.at - b.at || a.id.localeCompare(b.id))
@@ -202,5 +215,4 @@ export const appendOrReport = (
   log: SessionLog,
   entry: Message | SessionRecord,
   report: (message: string) => void
-): Effect.Effect<void> =>
-  Effect.catch(log.writer.append(entry), (e) => Effect.sync(() => report(e.message)))
+): Effect.Effect<void> => Effect.catch(log.writer.append(entry), (e) => Effect.sync(() => report(e.message)))

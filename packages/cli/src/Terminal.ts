@@ -255,14 +255,16 @@ export const makeLineInput = (controller: Controller): Effect.Effect<LineInput, 
           if (lines.length > 0) return resume(Effect.succeed(lines.shift()))
           if (ended || controller.exitRequested()) return resume(Effect.succeed(undefined))
           waiting = (line) => resume(Effect.succeed(line))
-          const watcher = Effect.runFork(Deferred.await(controller.exit).pipe(
-            Effect.andThen(Effect.sync(() => {
-              if (waiting !== undefined) {
-                waiting = undefined
-                resume(Effect.succeed(undefined))
-              }
-            }))
-          ))
+          const watcher = Effect.runFork(
+            Deferred.await(controller.exit).pipe(
+              Effect.andThen(Effect.sync(() => {
+                if (waiting !== undefined) {
+                  waiting = undefined
+                  resume(Effect.succeed(undefined))
+                }
+              }))
+            )
+          )
           return Effect.sync(() => {
             waiting = undefined
             watcher.interruptUnsafe()

@@ -7,13 +7,15 @@
  *
  * @since 0.1.0
  */
+import { makeWorkspace, Workspace, WorkspaceFiles } from "@agentloop/tools"
+import { NodeServices } from "@effect/platform-node"
 import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
-import { NodeServices } from "@effect/platform-node"
-import { makeWorkspace, Workspace, WorkspaceFiles } from "@agentloop/tools"
 
 /** The confined layer's error (reason, path, one-line message). */
-type WorkspaceFileError = ReturnType<typeof WorkspaceFiles.createFile> extends Effect.Effect<unknown, infer E, unknown> ? E : never
+type WorkspaceFileError = ReturnType<typeof WorkspaceFiles.createFile> extends Effect.Effect<unknown, infer E, unknown>
+  ? E
+  : never
 
 /**
  * A write inside the workspace failed or was refused.
@@ -46,7 +48,11 @@ const confined = <A, R extends Workspace | Scope.Scope>(
       makeWorkspace(root).pipe(
         Effect.provide(NodeServices.layer),
         Effect.mapError((e) =>
-          new WorkspaceWriteError({ path: root, reason: "Io", message: `cannot open the workspace ${root}: ${e.message}` })
+          new WorkspaceWriteError({
+            path: root,
+            reason: "Io",
+            message: `cannot open the workspace ${root}: ${e.message}`
+          })
         )
       )
     )

@@ -3,20 +3,20 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Effect, Layer, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
-import { NodeServices } from "@effect/platform-node"
-import { mkdirSync, mkdtempSync, realpathSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as nodePath from "node:path"
 import type { Model } from "@agentloop/core"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import type { ProviderConfigError } from "@agentloop/providers"
 import { scriptedModelLayer } from "@agentloop/testkit"
 import { codingToolsLayer } from "@agentloop/tools"
-import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
+import { NodeServices } from "@effect/platform-node"
+import { Deferred, Effect, Layer, Option } from "effect"
+import { Argument, Command, Flag } from "effect/cli"
+import { mkdirSync, mkdtempSync, realpathSync } from "node:fs"
+import { tmpdir } from "node:os"
+import * as nodePath from "node:path"
 import { abortCommand, approveCommand, chatCommand, runCommand, runsCommand, sessionsCommand } from "./Agent.ts"
 import { ProviderName } from "./Config.ts"
+import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
@@ -61,7 +61,10 @@ const apiKeyEnvFlag = Flag.String("api-key-env").pipe(
   ),
   Flag.optional
 )
-const maxTokensFlag = Flag.Int("max-tokens").pipe(Flag.withDescription("output token budget per response"), Flag.optional)
+const maxTokensFlag = Flag.Int("max-tokens").pipe(
+  Flag.withDescription("output token budget per response"),
+  Flag.optional
+)
 
 /** A failure of the command that the user can act on; printed without a stack trace. */
 class UsageError extends Error {
@@ -101,7 +104,9 @@ const chooseModel = (choice: ModelChoice): Effect.Effect<Layer.Layer<Model, Prov
     if (Option.isSome(choice.apiKeyEnv)) {
       apiKey = process.env[choice.apiKeyEnv.value]
       if (apiKey === undefined || apiKey.length === 0) {
-        return Effect.fail(new UsageError(`the environment variable ${choice.apiKeyEnv.value} (--api-key-env) is not set`))
+        return Effect.fail(
+          new UsageError(`the environment variable ${choice.apiKeyEnv.value} (--api-key-env) is not set`)
+        )
       }
     }
     const options = {
@@ -123,7 +128,9 @@ const chooseModel = (choice: ModelChoice): Effect.Effect<Layer.Layer<Model, Prov
 const prepareWorkspace = (given: Option.Option<string>, force: boolean) =>
   Effect.gen(function*() {
     if (Option.isSome(given) && given.value.trim().length === 0) {
-      return yield* Effect.fail(new UsageError("--workspace is empty: give a folder (or leave the flag out for a fresh one)"))
+      return yield* Effect.fail(
+        new UsageError("--workspace is empty: give a folder (or leave the flag out for a fresh one)")
+      )
     }
     const root = Option.isSome(given) ?
       nodePath.resolve(given.value) :
@@ -138,7 +145,9 @@ const prepareWorkspace = (given: Option.Option<string>, force: boolean) =>
       yield* write.pipe(Effect.mapError((e) =>
         new UsageError(
           e.reason === "AlreadyExists" ?
-            `${nodePath.join(real, file)} already exists: the demo does not overwrite your files (use --force, or another --workspace)` :
+            `${
+              nodePath.join(real, file)
+            } already exists: the demo does not overwrite your files (use --force, or another --workspace)` :
             e.message
         )
       ))
@@ -157,7 +166,9 @@ const nextSteps = (fromNpm: boolean, style: Style): string => {
     `${style.bold("Next")}: the same session on a real model`,
     `  export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY with --provider openai-compat --model gpt-4.1`,
     `  ${command("--provider anthropic --model claude-sonnet-4-5")}`,
-    `  a local OpenAI-compatible server needs no key: ${command("--provider openai-compat --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder")}`,
+    `  a local OpenAI-compatible server needs no key: ${
+      command("--provider openai-compat --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder")
+    }`,
     `Then your own project: \`agentloop chat\` in its folder (docs/guide/cli.md).`,
     ``
   ].join("\n")
@@ -171,7 +182,10 @@ const demo = Command.make("demo", {
   model: modelFlag,
   apiKeyEnv: apiKeyEnvFlag,
   maxTokens: maxTokensFlag,
-  force: Flag.Boolean("force").pipe(Flag.withDescription("replace the demo's files when they exist in --workspace"), Flag.withDefault(false))
+  force: Flag.Boolean("force").pipe(
+    Flag.withDescription("replace the demo's files when they exist in --workspace"),
+    Flag.withDefault(false)
+  )
 }, (config) =>
   Effect.scoped(Effect.gen(function*() {
     const style = makeStyle(wantsColor(process.stdout.isTTY, process.env))
@@ -199,8 +213,13 @@ const demo = Command.make("demo", {
     const root = yield* prepareWorkspace(config.workspace, config.force)
     const who = config.provider === "scripted" ?
       "scripted model" :
-      `${config.provider} ${Option.getOrElse(config.model, () => "")}${
-        Option.match(config.baseUrl, { onNone: () => "", onSome: (url) => ` at ${url}` })
+      `${config.provider} ${
+        Option.getOrElse(config.model, () => "")
+      }${
+        Option.match(config.baseUrl, {
+          onNone: () => "",
+          onSome: (url) => ` at ${url}`
+        })
       }`
     write(`${style.bold("agentloop demo")} — ${who}, real tools, workspace ${root}\n`)
     write(`${style.dim("user")}      ${demoPrompt}\n\n`)
@@ -287,7 +306,10 @@ const agentFlags = {
     "context-window",
     "the model's context window in tokens; older turns are summarised past 75% of it (default: known models' own)"
   ),
-  firstByteTimeout: optionalString("first-byte-timeout", "longest wait for the response's headers (seconds or e.g. \"2 minutes\")"),
+  firstByteTimeout: optionalString(
+    "first-byte-timeout",
+    "longest wait for the response's headers (seconds or e.g. \"2 minutes\")"
+  ),
   idleTimeout: optionalString("idle-timeout", "longest silence while a response streams"),
   requestTimeout: optionalString("request-timeout", "longest time for one model request"),
   promptCache: Flag.Boolean("prompt-cache").pipe(
@@ -302,11 +324,21 @@ const agentFlags = {
     "a call that asks for approval and gets no answer within this time is denied (seconds or e.g. \"10 minutes\", " +
       "\"3 days\"; default: it waits)"
   ),
-  yes: Flag.Boolean("yes").pipe(Flag.withAlias("y"), Flag.withDescription("allow every tool call without asking"), Flag.withDefault(false)),
-  continue: Flag.Boolean("continue").pipe(Flag.withAlias("c"), Flag.withDescription("continue the latest session"), Flag.withDefault(false)),
+  yes: Flag.Boolean("yes").pipe(
+    Flag.withAlias("y"),
+    Flag.withDescription("allow every tool call without asking"),
+    Flag.withDefault(false)
+  ),
+  continue: Flag.Boolean("continue").pipe(
+    Flag.withAlias("c"),
+    Flag.withDescription("continue the latest session"),
+    Flag.withDefault(false)
+  ),
   resume: optionalString("resume", "continue the session with this id (see agentloop sessions)"),
   mcp: Flag.String("mcp").pipe(
-    Flag.withDescription("start an MCP server and give its tools to the model, e.g. --mcp \"npx -y @modelcontextprotocol/server-everything\" (repeatable)"),
+    Flag.withDescription(
+      "start an MCP server and give its tools to the model, e.g. --mcp \"npx -y @modelcontextprotocol/server-everything\" (repeatable)"
+    ),
     Flag.atLeast(0)
   ),
   mcpUrl: Flag.String("mcp-url").pipe(
@@ -397,8 +429,8 @@ const view = Command.make("view", {
         process.exitCode = 2
       }))
   )).pipe(
-  Command.withDescription("Show a session (default: the latest) as a timeline in the browser, served on 127.0.0.1.")
-)
+    Command.withDescription("Show a session (default: the latest) as a timeline in the browser, served on 127.0.0.1.")
+  )
 
 /**
  * The `agentloop` command.
@@ -418,4 +450,3 @@ export const agentloop = Command.make("agentloop").pipe(
  * @category main
  */
 export const main = Command.run(agentloop, { version: "0.1.0" }).pipe(Effect.provide(NodeServices.layer))
-

@@ -1,18 +1,20 @@
+import { pairingViolations } from "@agentloop/core"
+import type { Message } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { pairingViolations } from "@agentloop/core"
-import type { Message } from "@agentloop/core"
 
 const bin = fileURLToPath(new URL("../bin/agentloop.js", import.meta.url))
 
 /** Runs the CLI as a separate process (not a terminal), the way a user or CI would. */
 const cli = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--conditions=agentloop-source", bin, ...args], { env: { ...process.env, ...env } })
+    const child = spawn(process.execPath, ["--conditions=agentloop-source", bin, ...args], {
+      env: { ...process.env, ...env }
+    })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += d))
@@ -56,7 +58,10 @@ describe("agentloop demo (end to end, as a process)", () => {
     assert.deepStrictEqual(pairingViolations(transcript), [])
     assert.include(out, `transcript   ${join(workspace, ".agentloop/transcript.jsonl")}`)
     // it ends with the one command that runs the same session on a real model
-    assert.match(out, /\nNext: the same session on a real model\n[^]*\n  agentloop demo --provider anthropic --model claude-sonnet-4-5\n/)
+    assert.match(
+      out,
+      /\nNext: the same session on a real model\n[^]*\n  agentloop demo --provider anthropic --model claude-sonnet-4-5\n/
+    )
   }, 120_000)
 
   it("started by `npm run demo`, it names the npm command for a real model", async () => {
@@ -70,11 +75,17 @@ describe("agentloop demo (end to end, as a process)", () => {
 
   it("on a Node.js older than 22.19 it says which it needs, and how to run it from a clone, in two lines", async () => {
     const preload = join(mkdtempSync(join(tmpdir(), "agentloop-cli-test-")), "old-node.mjs")
-    writeFileSync(preload, `Object.defineProperty(process, "versions", { value: { ...process.versions, node: "20.20.2" } })\n`)
+    writeFileSync(
+      preload,
+      `Object.defineProperty(process, "versions", { value: { ...process.versions, node: "20.20.2" } })\n`
+    )
     const old = await cli(["--help"], { NODE_OPTIONS: `${process.env["NODE_OPTIONS"] ?? ""} --import=${preload}` })
     assert.strictEqual(old.code, 1)
     assert.strictEqual(old.stdout, "")
-    assert.match(old.stderr, /^agentloop: needs Node\.js 22\.19 or later; this is Node\.js 20\.20\.2 \(.+\)\.\n.*npm exec -- agentloop.*\n$/)
+    assert.match(
+      old.stderr,
+      /^agentloop: needs Node\.js 22\.19 or later; this is Node\.js 20\.20\.2 \(.+\)\.\n.*npm exec -- agentloop.*\n$/
+    )
   }, 120_000)
 
   it("--help shows the commands and their flags", async () => {

@@ -34,13 +34,28 @@ describe("settings", () => {
       )
       const env = { XDG_CONFIG_HOME: userConfig }
       const user = yield* resolveSettings(noFlags, ws, env)
-      assert.deepStrictEqual([user.provider, user.model, user.maxSteps, user.contextWindow], ["anthropic", "user-model", 7, 1000])
-      writeFileSync(join(ws, ".agentloop", "config.json"), JSON.stringify({ model: "project-model", timeouts: { idle: 30 } }))
+      assert.deepStrictEqual([user.provider, user.model, user.maxSteps, user.contextWindow], [
+        "anthropic",
+        "user-model",
+        7,
+        1000
+      ])
+      writeFileSync(
+        join(ws, ".agentloop", "config.json"),
+        JSON.stringify({ model: "project-model", timeouts: { idle: 30 } })
+      )
       const project = yield* resolveSettings(noFlags, ws, env)
       assert.deepStrictEqual([project.provider, project.model, project.maxSteps], ["anthropic", "project-model", 7])
       assert.deepStrictEqual(project.timeouts, { idle: 30 })
-      assert.deepStrictEqual(project.files, [join(ws, ".agentloop", "config.json"), join(userConfig, "agentloop", "config.json")])
-      const fromEnv = yield* resolveSettings(noFlags, ws, { ...env, AGENTLOOP_MODEL: "env-model", AGENTLOOP_PROVIDER: "openai-compat" })
+      assert.deepStrictEqual(project.files, [
+        join(ws, ".agentloop", "config.json"),
+        join(userConfig, "agentloop", "config.json")
+      ])
+      const fromEnv = yield* resolveSettings(noFlags, ws, {
+        ...env,
+        AGENTLOOP_MODEL: "env-model",
+        AGENTLOOP_PROVIDER: "openai-compat"
+      })
       assert.deepStrictEqual([fromEnv.provider, fromEnv.model], ["openai-compat", "env-model"])
       const fromFlags = yield* resolveSettings(
         { ...noFlags, model: Option.some("flag-model"), idleTimeout: Option.some("5") },
@@ -81,11 +96,18 @@ describe("settings", () => {
       writeFileSync(file, JSON.stringify({ approvalTimeout: "3 days", promptCaching: false }))
       const fromFile = yield* resolveSettings(noFlags, ws, env)
       assert.deepStrictEqual([fromFile.approvalTimeout, fromFile.promptCaching], [Duration.days(3), false])
-      const fromFlags = yield* resolveSettings({ ...noFlags, approvalTimeout: Option.some("90"), promptCache: Option.some(true) }, ws, env)
+      const fromFlags = yield* resolveSettings(
+        { ...noFlags, approvalTimeout: Option.some("90"), promptCache: Option.some(true) },
+        ws,
+        env
+      )
       assert.deepStrictEqual([fromFlags.approvalTimeout, fromFlags.promptCaching], [Duration.seconds(90), true])
       for (const bad of ["0", "soon", "-5 seconds", "Infinity"]) {
         const e = yield* Effect.flip(resolveSettings({ ...noFlags, approvalTimeout: Option.some(bad) }, ws, env))
-        assert.strictEqual(e.message, `--approval-timeout must be a positive duration (seconds, or e.g. "3 days", "90 minutes"), got "${bad}"`)
+        assert.strictEqual(
+          e.message,
+          `--approval-timeout must be a positive duration (seconds, or e.g. "3 days", "90 minutes"), got "${bad}"`
+        )
       }
       writeFileSync(file, JSON.stringify({ approvalTimeout: 0 }))
       const zero = yield* Effect.flip(resolveSettings(noFlags, ws, env))

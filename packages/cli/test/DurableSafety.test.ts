@@ -25,7 +25,10 @@ const plantSession = (ws: string, lines: ReadonlyArray<Record<string, unknown>> 
     { role: "user", content: "task", timestamp: 2 },
     ...lines
   ]
-  writeFileSync(join(ws, ".agentloop", "sessions", `${SID}.jsonl`), records.map((r) => `${JSON.stringify(r)}\n`).join(""))
+  writeFileSync(
+    join(ws, ".agentloop", "sessions", `${SID}.jsonl`),
+    records.map((r) => `${JSON.stringify(r)}\n`).join("")
+  )
 }
 
 /** A SQLite database someone cares about, outside the workspace. */
@@ -61,10 +64,22 @@ describe("durable runs' files stay in <workspace>/.agentloop/durable", () => {
       const outside = makeWorkspace()
       // a session and a database two folders up from the sessions and durable folders: what `..` would reach
       const rel = `../../../${basename(outside)}/evil`
-      writeFileSync(join(outside, "evil.jsonl"), `${JSON.stringify({ type: "run_start", at: 1, prompt: "p", runId: `${rel}.1` })}\n`)
+      writeFileSync(
+        join(outside, "evil.jsonl"),
+        `${JSON.stringify({ type: "run_start", at: 1, prompt: "p", runId: `${rel}.1` })}\n`
+      )
       const before = snapshot(outside)
       plantSession(ws)
-      const ids = [`${rel}.1`, `${outside}/evil.1`, "x\u0000y.1", `${"a".repeat(5000)}.1`, "a/b.1", "..", `${SID}.1/../x.1`, "x.1"]
+      const ids = [
+        `${rel}.1`,
+        `${outside}/evil.1`,
+        "x\u0000y.1",
+        `${"a".repeat(5000)}.1`,
+        "a/b.1",
+        "..",
+        `${SID}.1/../x.1`,
+        "x.1"
+      ]
       for (const id of ids) {
         const approve = yield* Effect.flip(approveRun(ws, id, "c1", "y", []))
         const abort = yield* Effect.flip(abortDurableRun(ws, id))
@@ -76,7 +91,10 @@ describe("durable runs' files stay in <workspace>/.agentloop/durable", () => {
       }
       // a well-formed id of a session without a database: no empty database is created for it
       const missing = yield* Effect.flip(approveRun(ws, `${SID}.1`, "c1", "y", []))
-      assert.strictEqual(missing.message, `no durable runs database at ${join(ws, ".agentloop", "durable", `${SID}.db`)}`)
+      assert.strictEqual(
+        missing.message,
+        `no durable runs database at ${join(ws, ".agentloop", "durable", `${SID}.db`)}`
+      )
       assert.isFalse(existsSync(join(ws, ".agentloop", "durable")), "no database folder made by approve or abort")
       assert.isFalse(runnerBusy(ws, SID))
       assert.isFalse(existsSync(join(ws, ".agentloop", "durable")), "nor by the runner check")
@@ -97,7 +115,11 @@ describe("durable runs' files stay in <workspace>/.agentloop/durable", () => {
       assert.include(got.abort, "leads out of the workspace (a link)")
       assert.include(got.prepare, "is outside the workspace (the symbolic link .agentloop/durable points outside)")
       assert.isFalse(got.busy)
-      assert.deepStrictEqual(snapshot(outside), before, "the database out there was neither opened for writing nor joined by -wal/-shm/-runner files")
+      assert.deepStrictEqual(
+        snapshot(outside),
+        before,
+        "the database out there was neither opened for writing nor joined by -wal/-shm/-runner files"
+      )
     }))
 
   for (const which of ["db", "db-wal", "db-shm", "db-runner"] as const) {
@@ -144,7 +166,10 @@ describe("durable runs' files stay in <workspace>/.agentloop/durable", () => {
       const outside = makeWorkspace()
       plantSession(outside)
       mkdirSync(join(ws, ".agentloop", "sessions"), { recursive: true })
-      symlinkSync(join(outside, ".agentloop", "sessions", `${SID}.jsonl`), join(ws, ".agentloop", "sessions", `${SID}.jsonl`))
+      symlinkSync(
+        join(outside, ".agentloop", "sessions", `${SID}.jsonl`),
+        join(ws, ".agentloop", "sessions", `${SID}.jsonl`)
+      )
       assert.deepStrictEqual(yield* listWorkspaceRuns(ws), [])
       const approve = yield* Effect.flip(approveRun(ws, `${SID}.1`, "c1", "y", []))
       assert.match(approve.message, /^unknown run /)
@@ -197,29 +222,36 @@ describe("no control sequences from untrusted text", () => {
     assert.isFalse(existsSync(join(ws, ".agentloop", "durable")))
   }, 60_000)
 
-  it("a call id with escapes from the model: the run's lines and agentloop runs show it without them, and that form approves it", async () => {
-    const ws = makeWorkspace()
-    const id = "b\u001b]52;c;ZXZpbA==\u0007\u001b[2J1"
-    const server = await scriptServer([
-      { calls: [{ id, name: "bash", args: { command: "echo approved > approved.txt" } }] },
-      { text: "done" }
-    ])
-    try {
-      const cli = startCli(["run", "--durable", ...providerFlags(server), "needs approval"], { cwd: ws, env: testEnv(ws) })
-      cli.endInput()
-      await cli.waitFor(/agentloop approve (\S+) b1 y\|n/, 90_000)
-      const runId = /agentloop approve (\S+) b1/.exec(cli.output())![1]!
-      const runs = startCli(["runs"], { cwd: ws, env: testEnv(ws) })
-      await runs.exited
-      assert.include(runs.output(), "waiting for approval: b1 (bash)")
-      const approve = startCli(["approve", runId, "b1", "y"], { cwd: ws, env: testEnv(ws) })
-      assert.strictEqual((await approve.exited).code, 0, approve.stderr())
-      assert.strictEqual(approve.output(), `approved: call b1 (bash) of run ${runId}\n`)
-      assert.strictEqual((await cli.exited).code, 0, cli.stderr())
-      assert.isTrue(existsSync(join(ws, "approved.txt")))
-      for (const text of [cli.output(), cli.stderr(), runs.output(), approve.output()]) assert.notMatch(text, ESC)
-    } finally {
-      await server.close()
-    }
-  }, 240_000)
+  it(
+    "a call id with escapes from the model: the run's lines and agentloop runs show it without them, and that form approves it",
+    async () => {
+      const ws = makeWorkspace()
+      const id = "b\u001b]52;c;ZXZpbA==\u0007\u001b[2J1"
+      const server = await scriptServer([
+        { calls: [{ id, name: "bash", args: { command: "echo approved > approved.txt" } }] },
+        { text: "done" }
+      ])
+      try {
+        const cli = startCli(["run", "--durable", ...providerFlags(server), "needs approval"], {
+          cwd: ws,
+          env: testEnv(ws)
+        })
+        cli.endInput()
+        await cli.waitFor(/agentloop approve (\S+) b1 y\|n/, 90_000)
+        const runId = /agentloop approve (\S+) b1/.exec(cli.output())![1]!
+        const runs = startCli(["runs"], { cwd: ws, env: testEnv(ws) })
+        await runs.exited
+        assert.include(runs.output(), "waiting for approval: b1 (bash)")
+        const approve = startCli(["approve", runId, "b1", "y"], { cwd: ws, env: testEnv(ws) })
+        assert.strictEqual((await approve.exited).code, 0, approve.stderr())
+        assert.strictEqual(approve.output(), `approved: call b1 (bash) of run ${runId}\n`)
+        assert.strictEqual((await cli.exited).code, 0, cli.stderr())
+        assert.isTrue(existsSync(join(ws, "approved.txt")))
+        for (const text of [cli.output(), cli.stderr(), runs.output(), approve.output()]) assert.notMatch(text, ESC)
+      } finally {
+        await server.close()
+      }
+    },
+    240_000
+  )
 })

@@ -8,7 +8,9 @@ const bin = fileURLToPath(new URL("../bin/agentloop.js", import.meta.url))
 
 const run = (args: ReadonlyArray<string>, env: Record<string, string | undefined> = {}) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, ["--conditions=agentloop-source", bin, ...args], { env: { ...process.env, ...env } })
+    const child = spawn(process.execPath, ["--conditions=agentloop-source", bin, ...args], {
+      env: { ...process.env, ...env }
+    })
     let stdout = ""
     let stderr = ""
     child.stdout.on("data", (d) => (stdout += d))
@@ -16,13 +18,29 @@ const run = (args: ReadonlyArray<string>, env: Record<string, string | undefined
     child.on("close", (code) => resolve({ code, stdout, stderr }))
   })
 
-const sse = (chunks: ReadonlyArray<unknown>) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n"
+const sse = (chunks: ReadonlyArray<unknown>) =>
+  chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n"
 
 /** Two answers in OpenAI's streaming format: a tool call, then text. */
 const answers = [
   sse([
-    { choices: [{ index: 0, delta: { role: "assistant", tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "read", arguments: "" } }] }, finish_reason: null }] },
-    { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: "{\"path\":\"src/math.js\"}" } }] }, finish_reason: null }] },
+    {
+      choices: [{
+        index: 0,
+        delta: {
+          role: "assistant",
+          tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "read", arguments: "" } }]
+        },
+        finish_reason: null
+      }]
+    },
+    {
+      choices: [{
+        index: 0,
+        delta: { tool_calls: [{ index: 0, function: { arguments: "{\"path\":\"src/math.js\"}" } }] },
+        finish_reason: null
+      }]
+    },
     { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }
   ]),
   sse([
@@ -46,7 +64,15 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const { port } = server.address() as AddressInfo
     try {
-      const result = await run(["demo", "--provider", "openai-compat", "--base-url", `http://127.0.0.1:${port}/v1`, "--model", "local-model"])
+      const result = await run([
+        "demo",
+        "--provider",
+        "openai-compat",
+        "--base-url",
+        `http://127.0.0.1:${port}/v1`,
+        "--model",
+        "local-model"
+      ])
       assert.strictEqual(result.code, 0, result.stderr + result.stdout)
       assert.include(result.stdout, "openai-compat local-model at http://127.0.0.1:")
       assert.include(result.stdout, "✓ read src/math.js")
@@ -68,7 +94,9 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
   }, 120_000)
 
   it("a missing API key is a clear error before anything runs", async () => {
-    const result = await run(["demo", "--provider", "anthropic", "--model", "claude-sonnet-4-5"], { ANTHROPIC_API_KEY: "" })
+    const result = await run(["demo", "--provider", "anthropic", "--model", "claude-sonnet-4-5"], {
+      ANTHROPIC_API_KEY: ""
+    })
     assert.strictEqual(result.code, 1)
     assert.include(result.stderr, "missing API key")
     assert.include(result.stderr, "ANTHROPIC_API_KEY")
@@ -76,7 +104,15 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
   }, 120_000)
 
   it("a named key variable that is not set is a clear error", async () => {
-    const result = await run(["demo", "--provider", "openai-compat", "--model", "m", "--api-key-env", "AGENTLOOP_TEST_NO_SUCH_KEY"])
+    const result = await run([
+      "demo",
+      "--provider",
+      "openai-compat",
+      "--model",
+      "m",
+      "--api-key-env",
+      "AGENTLOOP_TEST_NO_SUCH_KEY"
+    ])
     assert.strictEqual(result.code, 1)
     assert.include(result.stderr, "AGENTLOOP_TEST_NO_SUCH_KEY (--api-key-env) is not set")
   }, 120_000)
@@ -92,7 +128,15 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
     const { port } = server.address() as AddressInfo
     await new Promise<void>((resolve) => server.close(() => resolve()))
-    const result = await run(["demo", "--provider", "openai-compat", "--base-url", `http://127.0.0.1:${port}/v1`, "--model", "m"])
+    const result = await run([
+      "demo",
+      "--provider",
+      "openai-compat",
+      "--base-url",
+      `http://127.0.0.1:${port}/v1`,
+      "--model",
+      "m"
+    ])
     assert.strictEqual(result.code, 1)
     assert.include(result.stdout, `No answer from http://127.0.0.1:${port}/v1`)
     assert.include(result.stdout, "Is the server running")

@@ -1,8 +1,8 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect } from "effect"
+import { makeRenderer, makeStyle, wantsColor } from "@agentloop/cli"
 import type { LoopEvent } from "@agentloop/core"
 import { assistant, toolCall } from "@agentloop/testkit"
-import { makeRenderer, makeStyle, wantsColor } from "@agentloop/cli"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect } from "effect"
 
 const call = toolCall("c1", "bash", { command: "npm test" })
 const events: ReadonlyArray<LoopEvent> = [

@@ -1,12 +1,20 @@
+import { decodeSessionRecord, loadTranscript, pairingViolations } from "@agentloop/core"
+import type { Message, TranscriptRecord } from "@agentloop/core"
+import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { decodeSessionRecord, loadTranscript, pairingViolations } from "@agentloop/core"
-import type { Message, TranscriptRecord } from "@agentloop/core"
-import { Effect } from "effect"
-import { NodeServices } from "@effect/platform-node"
-import { jsonLines, makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
+import {
+  jsonLines,
+  makeWorkspace,
+  providerFlags,
+  scriptServer,
+  sessionFiles,
+  startCli,
+  testEnv
+} from "./helpers/agent.ts"
 
 const load = (file: string) => Effect.runPromise(loadTranscript(file).pipe(Effect.provide(NodeServices.layer)))
 
@@ -16,12 +24,29 @@ describe("agentloop run (in a pipe)", () => {
   it("runs the task with --yes: plain text, the session saved and paired, exit 0 on stop", async () => {
     const ws = makeWorkspace()
     const server = await scriptServer([
-      { calls: [{ id: "c1", name: "write", args: { path: "hello.txt", content: "hi\n" } }], usage: { input: 100, output: 10 } },
-      { calls: [{ id: "c2", name: "bash", args: { command: "cat hello.txt; env; printf '\\033]52;c;ZXZpbA==\\007\\033[2J'" } }], usage: { input: 120, output: 12 } },
+      {
+        calls: [{ id: "c1", name: "write", args: { path: "hello.txt", content: "hi\n" } }],
+        usage: { input: 100, output: 10 }
+      },
+      {
+        calls: [{
+          id: "c2",
+          name: "bash",
+          args: { command: "cat hello.txt; env; printf '\\033]52;c;ZXZpbA==\\007\\033[2J'" }
+        }],
+        usage: { input: 120, output: 12 }
+      },
       { text: `done \u001b[2Jcleared? \u001b]0;title\u0007no.`, usage: { input: 130, output: 5, cached: 100 } }
     ])
     try {
-      const cli = startCli(["run", "--yes", ...providerFlags(server), "--api-key-env", "AGENTLOOP_TEST_KEY", "write hello.txt"], {
+      const cli = startCli([
+        "run",
+        "--yes",
+        ...providerFlags(server),
+        "--api-key-env",
+        "AGENTLOOP_TEST_KEY",
+        "write hello.txt"
+      ], {
         cwd: ws,
         env: testEnv(ws, { AGENTLOOP_TEST_KEY: "sk-secret-4242", OPENAI_API_KEY: "sk-openai-4242" })
       })
@@ -48,12 +73,25 @@ describe("agentloop run (in a pipe)", () => {
       assert.deepStrictEqual(types.filter((t) => t === "turn_start").length, 3)
       // every record the CLI wrote is one of core's session records, as written
       for (const l of lines) {
-        if (typeof l["type"] === "string") assert.isTrue(decodeSessionRecord(l as TranscriptRecord)?.ok, JSON.stringify(l))
+        if (typeof l["type"] === "string") {
+          assert.isTrue(decodeSessionRecord(l as TranscriptRecord)?.ok, JSON.stringify(l))
+        }
       }
       const approvals = lines.filter((l) => l["type"] === "approval")
-      assert.deepStrictEqual(approvals.map((a) => [a["name"], a["decision"], a["by"]]), [["write", "approved", "policy"], ["bash", "approved", "policy"]])
+      assert.deepStrictEqual(approvals.map((a) => [a["name"], a["decision"], a["by"]]), [[
+        "write",
+        "approved",
+        "policy"
+      ], ["bash", "approved", "policy"]])
       const loaded = await load(file!)
-      assert.deepStrictEqual(loaded.messages.map((m: Message) => m.role), ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"])
+      assert.deepStrictEqual(loaded.messages.map((m: Message) => m.role), [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+        "assistant"
+      ])
       assert.deepStrictEqual(pairingViolations(loaded.messages), [])
       const end = lines.find((l) => l["type"] === "run_end")!
       assert.strictEqual(end["reason"], "stop")
@@ -66,7 +104,13 @@ describe("agentloop run (in a pipe)", () => {
   it("without a terminal and without --yes, calls needing approval are denied with a reason saying so", async () => {
     const ws = makeWorkspace()
     const server = await scriptServer([
-      { calls: [{ id: "r1", name: "read", args: { path: "a.txt" } }, { id: "b1", name: "bash", args: { command: "touch pwned" } }] },
+      {
+        calls: [{ id: "r1", name: "read", args: { path: "a.txt" } }, {
+          id: "b1",
+          name: "bash",
+          args: { command: "touch pwned" }
+        }]
+      },
       { text: "ok" }
     ])
     writeFileSync(join(ws, "a.txt"), "content of a\n")
@@ -77,7 +121,9 @@ describe("agentloop run (in a pipe)", () => {
       assert.strictEqual(code, 0, cli.output() + cli.stderr())
       assert.isFalse(existsSync(join(ws, "pwned")), "the denied command did not run")
       assert.include(cli.output(), "bash denied: no terminal to ask on")
-      const second = server.bodies[1]!.body["messages"] as Array<{ role: string; content: string; tool_call_id?: string }>
+      const second = server.bodies[1]!.body["messages"] as Array<
+        { role: string; content: string; tool_call_id?: string }
+      >
       const results = second.filter((m) => m.role === "tool")
       assert.include(results[0]!.content, "content of a", "read-only calls run without asking")
       assert.include(results[1]!.content, "not running in a terminal")
@@ -89,11 +135,16 @@ describe("agentloop run (in a pipe)", () => {
 
   it("exit codes name the reason: maxSteps (4), error (1); a usage error is 2 with one line on stderr", async () => {
     const ws = makeWorkspace()
-    const server = await scriptServer((_body, index) => ({ calls: [{ id: `r${index}`, name: "read", args: { path: "nope" } }] }))
+    const server = await scriptServer((_body, index) => ({
+      calls: [{ id: `r${index}`, name: "read", args: { path: "nope" } }]
+    }))
     const broken = await scriptServer([])
     await broken.close()
     try {
-      const steps = startCli(["run", "--max-steps", "2", ...providerFlags(server), "loop"], { cwd: ws, env: testEnv(ws) })
+      const steps = startCli(["run", "--max-steps", "2", ...providerFlags(server), "loop"], {
+        cwd: ws,
+        env: testEnv(ws)
+      })
       const error = startCli(["run", ...providerFlags(broken), "x"], { cwd: ws, env: testEnv(ws) })
       const usage = startCli(["run", "x"], { cwd: ws, env: testEnv(ws) })
       const [a, b, c] = await Promise.all([steps.exited, error.exited, usage.exited])
@@ -122,10 +173,19 @@ describe("agentloop run (in a pipe)", () => {
       return { text: "ok" }
     })
     try {
-      const cli = startCli(["run", "--yes", ...providerFlags(server), "--mcp", `${process.execPath} ${fixture}`, "use mcp"], { cwd: ws, env: testEnv(ws) })
+      const cli = startCli([
+        "run",
+        "--yes",
+        ...providerFlags(server),
+        "--mcp",
+        `${process.execPath} ${fixture}`,
+        "use mcp"
+      ], { cwd: ws, env: testEnv(ws) })
       const { code } = await cli.exited
       assert.strictEqual(code, 0, cli.output() + cli.stderr())
-      const names = (server.bodies[0]!.body["tools"] as Array<{ function: { name: string } }>).map((t) => t.function.name)
+      const names = (server.bodies[0]!.body["tools"] as Array<{ function: { name: string } }>).map((t) =>
+        t.function.name
+      )
       assert.includeMembers(names, ["read", "write", "edit", "bash", echo])
       const second = server.bodies[1]!.body["messages"] as Array<{ role: string; content: string }>
       assert.include(second[second.length - 1]!.content, "hello over mcp", cli.output())

@@ -1,8 +1,8 @@
+import { encodeTranscriptLine, pairingViolations, parseTranscript } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { encodeTranscriptLine, pairingViolations, parseTranscript } from "@agentloop/core"
 import { createSession, listSessions, openSession, SESSIONS_FOLDER } from "../src/Sessions.ts"
 import * as WorkspaceIO from "../src/WorkspaceIO.ts"
 import { makeWorkspace, startCli, testEnv } from "./helpers/agent.ts"
@@ -76,7 +76,10 @@ describe("the CLI writes only inside its workspace", () => {
     const empty = startCli(["demo", "--workspace", ""], { cwd: ws, env: testEnv(ws) })
     const [a, b] = await Promise.all([refused.exited, empty.exited])
     assert.strictEqual(a.code, 1)
-    assert.match(refused.stderr(), /^agentloop: .*README\.md already exists: the demo does not overwrite your files \(use --force/)
+    assert.match(
+      refused.stderr(),
+      /^agentloop: .*README\.md already exists: the demo does not overwrite your files \(use --force/
+    )
     assert.strictEqual(readFileSync(join(ws, "README.md"), "utf8"), "my project\n")
     assert.isFalse(existsSync(join(ws, "src", "math.js")), "the demo stopped before writing anything")
     assert.strictEqual(b.code, 1)
@@ -99,28 +102,45 @@ describe("the CLI writes only inside its workspace", () => {
     assert.strictEqual(loaded.repaired, 0, "calls cut off by the stop were answered in the file, not on load")
   }, 120_000)
 
-  it("agentloop sessions on a planted sessions folder: no escapes from file names or records, no file read through a link", async () => {
-    const ws = makeWorkspace()
-    const outside = makeWorkspace()
-    const folder = join(ws, ".agentloop", "sessions")
-    mkdirSync(folder, { recursive: true })
-    const line = (r: Record<string, unknown>) => `${JSON.stringify(r)}\n`
-    writeFileSync(
-      join(folder, "evil\u001b]52;c;ZXZpbA==\u0007name.jsonl"),
-      line({ type: "session", version: 1, id: "x", at: 1, cwd: ws, provider: "p", model: "m", systemPrompt: "" }) +
-        line({ type: "run_start", at: 2, prompt: "task\u001b[2J\u009b31m" }) + line({ role: "user", content: "task" }) +
-        line({ type: "run_end", at: 3, reason: "stop", steps: 1 })
-    )
-    // a session file that is a link to a file outside, whose first line names a secret
-    writeFileSync(join(outside, "secret.jsonl"), line({ type: "session", version: 1, id: "SECRET-0123456789", at: 4, cwd: "/", provider: "p", model: "m", systemPrompt: "" }) + line({ type: "run_start", at: 5, prompt: "SECRET-PROMPT" }))
-    symlinkSync(join(outside, "secret.jsonl"), join(folder, "zzz-linked.jsonl"))
-    const cli = startCli(["sessions"], { cwd: ws, env: testEnv(ws) })
-    const { code } = await cli.exited
-    assert.strictEqual(code, 0, cli.stderr())
-    assert.notMatch(cli.output(), /[\u001b\u009b\u009d]/)
-    assert.include(cli.output(), "evilname  ")
-    assert.include(cli.output(), "stop  ")
-    assert.notInclude(cli.output(), "SECRET-PROMPT", "the linked file was not read")
-    assert.include(cli.output(), "zzz-linked  ?    0 step(s)  unreadable:")
-  }, 60_000)
+  it(
+    "agentloop sessions on a planted sessions folder: no escapes from file names or records, no file read through a link",
+    async () => {
+      const ws = makeWorkspace()
+      const outside = makeWorkspace()
+      const folder = join(ws, ".agentloop", "sessions")
+      mkdirSync(folder, { recursive: true })
+      const line = (r: Record<string, unknown>) => `${JSON.stringify(r)}\n`
+      writeFileSync(
+        join(folder, "evil\u001b]52;c;ZXZpbA==\u0007name.jsonl"),
+        line({ type: "session", version: 1, id: "x", at: 1, cwd: ws, provider: "p", model: "m", systemPrompt: "" }) +
+          line({ type: "run_start", at: 2, prompt: "task\u001b[2J\u009b31m" }) +
+          line({ role: "user", content: "task" }) +
+          line({ type: "run_end", at: 3, reason: "stop", steps: 1 })
+      )
+      // a session file that is a link to a file outside, whose first line names a secret
+      writeFileSync(
+        join(outside, "secret.jsonl"),
+        line({
+          type: "session",
+          version: 1,
+          id: "SECRET-0123456789",
+          at: 4,
+          cwd: "/",
+          provider: "p",
+          model: "m",
+          systemPrompt: ""
+        }) + line({ type: "run_start", at: 5, prompt: "SECRET-PROMPT" })
+      )
+      symlinkSync(join(outside, "secret.jsonl"), join(folder, "zzz-linked.jsonl"))
+      const cli = startCli(["sessions"], { cwd: ws, env: testEnv(ws) })
+      const { code } = await cli.exited
+      assert.strictEqual(code, 0, cli.stderr())
+      assert.notMatch(cli.output(), /[\u001b\u009b\u009d]/)
+      assert.include(cli.output(), "evilname  ")
+      assert.include(cli.output(), "stop  ")
+      assert.notInclude(cli.output(), "SECRET-PROMPT", "the linked file was not read")
+      assert.include(cli.output(), "zzz-linked  ?    0 step(s)  unreadable:")
+    },
+    60_000
+  )
 })

@@ -1,10 +1,10 @@
+import { allow, decide, deny, Model, pairingViolations, parseTranscript, sessionRecordsOf } from "@agentloop/core"
+import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { allow, decide, deny, Model, pairingViolations, parseTranscript, sessionRecordsOf } from "@agentloop/core"
-import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
 import { makeApprovalPolicy, parseAnswer, previewCall } from "../src/Approvals.ts"
 import type { ApprovalRecord } from "../src/Approvals.ts"
 import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER, toolDefinitionsChars } from "../src/Compaction.ts"
@@ -56,9 +56,19 @@ describe("approval answers", () => {
 
   it("the preview of a call shows the command or the diff, without control sequences", () => {
     const style = makeStyle(false)
-    const bash = previewCall({ type: "toolCall", id: "1", name: "bash", arguments: { command: "rm -rf build\u001b[2J\nls" } }, style)
+    const bash = previewCall({
+      type: "toolCall",
+      id: "1",
+      name: "bash",
+      arguments: { command: "rm -rf build\u001b[2J\nls" }
+    }, style)
     assert.deepStrictEqual(bash, ["$ rm -rf build", "> ls"])
-    const edit = previewCall({ type: "toolCall", id: "2", name: "edit", arguments: { path: "a.ts", oldText: "a\nb", newText: "c" } }, style)
+    const edit = previewCall({
+      type: "toolCall",
+      id: "2",
+      name: "edit",
+      arguments: { path: "a.ts", oldText: "a\nb", newText: "c" }
+    }, style)
     assert.deepStrictEqual(edit, ["a.ts", "- a", "- b", "+ c"])
   })
 })
@@ -109,7 +119,14 @@ describe("approval records", () => {
       const reason = "no answer to the approval request within 10m"
       assert.deepStrictEqual(decision, deny(reason))
       assert.isTrue(interrupted, "the question was taken away")
-      assert.deepStrictEqual(records, [{ toolCallId: "c1", name: "bash", askedAt: 0, decision: "denied", by: "timeout", reason }])
+      assert.deepStrictEqual(records, [{
+        toolCallId: "c1",
+        name: "bash",
+        askedAt: 0,
+        decision: "denied",
+        by: "timeout",
+        reason
+      }])
     }))
 })
 
@@ -153,7 +170,11 @@ describe("compaction", () => {
           requests.push(request)
           return Stream.make({
             type: "done" as const,
-            message: { role: "assistant" as const, content: [{ type: "text" as const, text: "SUMMARY" }], stopReason: "stop" as const }
+            message: {
+              role: "assistant" as const,
+              content: [{ type: "text" as const, text: "SUMMARY" }],
+              stopReason: "stop" as const
+            }
           })
         }
       })
@@ -193,17 +214,40 @@ describe("compaction", () => {
           requests.push(request)
           return Stream.make({
             type: "done" as const,
-            message: { role: "assistant" as const, content: [{ type: "text" as const, text: "SUMMARY" }], stopReason: "stop" as const }
+            message: {
+              role: "assistant" as const,
+              content: [{ type: "text" as const, text: "SUMMARY" }],
+              stopReason: "stop" as const
+            }
           })
         }
       })
-      const transcript: Array<Message> = [user("task"), calls("c1"), result("c1"), text("ok"), user("next"), calls("c2"), result("c2")]
+      const transcript: Array<Message> = [
+        user("task"),
+        calls("c1"),
+        result("c1"),
+        text("ok"),
+        user("next"),
+        calls("c2"),
+        result("c2")
+      ]
       const tools = [
-        { name: "bash", description: "d".repeat(400), parameters: { type: "object", properties: { command: { type: "string" } } } },
-        { name: "read", description: "r".repeat(400), parameters: { type: "object", properties: { path: { type: "string" } } } }
+        {
+          name: "bash",
+          description: "d".repeat(400),
+          parameters: { type: "object", properties: { command: { type: "string" } } }
+        },
+        {
+          name: "read",
+          description: "r".repeat(400),
+          parameters: { type: "object", properties: { path: { type: "string" } } }
+        }
       ] as const
       const chars = toolDefinitionsChars(tools)
-      assert.strictEqual(chars, 4 + 400 + JSON.stringify(tools[0].parameters).length + 4 + 400 + JSON.stringify(tools[1].parameters).length)
+      assert.strictEqual(
+        chars,
+        4 + 400 + JSON.stringify(tools[0].parameters).length + 4 + 400 + JSON.stringify(tools[1].parameters).length
+      )
       // the messages alone take 60% of the window: under 75%; with the tools, over it
       const window = Math.ceil(estimateTokens(transcript) / 0.6)
       assert.isAbove(estimateTokens(transcript, "", chars), window * 0.75)

@@ -4,11 +4,11 @@
  * want of a terminal, then `agentloop view` runs as a process, prints its address, serves the
  * session (page and JSON), and stops on Ctrl-C (SIGINT).
  */
+import { runScripted, scriptedSubAgent, toolCall, turn } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { Effect } from "effect"
-import { runScripted, scriptedSubAgent, toolCall, turn } from "@agentloop/testkit"
 import type { Timeline } from "../src/view/index.ts"
 import { makeWorkspace, providerFlags, scriptServer, sessionFiles, startCli, testEnv } from "./helpers/agent.ts"
 
@@ -47,13 +47,20 @@ describe("agentloop view on a session written by agentloop run", () => {
         assert.strictEqual(run1.end?.reason, "stop")
         assert.deepStrictEqual(run1.turns.map((t) => t.lanes.length), [3, 0])
         const lanes = run1.turns[0]!.lanes
-        assert.deepStrictEqual(lanes.map((l) => [l.name, l.status]), [["read", "ok"], ["read", "ok"], ["bash", "denied"]])
+        assert.deepStrictEqual(lanes.map((l) => [l.name, l.status]), [["read", "ok"], ["read", "ok"], [
+          "bash",
+          "denied"
+        ]])
         assert.deepStrictEqual([lanes[2]!.approval?.decision, lanes[2]!.approval?.by], ["denied", "no-terminal"])
         for (const lane of lanes.slice(0, 2)) {
           assert.isTrue(lane.startedAt !== undefined && lane.endedAt !== undefined && lane.endedAt >= lane.startedAt)
         }
         // OpenAI counts cached tokens in prompt_tokens; the session keeps them apart.
-        assert.deepStrictEqual([timeline.totals.input, timeline.totals.cacheRead, timeline.totals.output], [260, 200, 29])
+        assert.deepStrictEqual([timeline.totals.input, timeline.totals.cacheRead, timeline.totals.output], [
+          260,
+          200,
+          29
+        ])
         for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
         assert.deepStrictEqual(timeline.problems, [])
 
@@ -71,39 +78,50 @@ describe("agentloop view on a session written by agentloop run", () => {
     }
   }, 120_000)
 
-  it("serves a transcript whose calls started sub-agents, each run nested under its call, two levels deep", async () => {
-    const messages = await Effect.runPromise(Effect.gen(function*() {
-      const checker = yield* scriptedSubAgent({ name: "checker", script: [turn.text("checked: fine")] })
-      const researcher = yield* scriptedSubAgent({
-        name: "researcher",
-        tools: [checker.tool],
-        script: [turn.toolCalls([toolCall("k1", "checker", { task: "check the notes" })]), turn.text("The notes say 42.")]
-      })
-      const run = yield* runScripted(
-        [turn.toolCalls([toolCall("s1", "researcher", { task: "find the answer" })]), turn.text("It is 42.")],
-        { tools: [researcher.tool], messages: [{ role: "user", content: "what is the answer?" }] }
-      )
-      assert.deepStrictEqual(run.violations, [])
-      return run.result.messages
-    }))
-    const ws = makeWorkspace()
-    writeFileSync(join(ws, "tree.jsonl"), messages.map((m) => JSON.stringify(m)).join("\n") + "\n")
-    const view = startCli(["view", "tree.jsonl"], { cwd: ws, env: testEnv(ws) })
-    try {
-      await view.waitFor(/open http:\/\/127\.0\.0\.1:\d+\//, 90_000)
-      const url = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(view.output())![1]!
-      const { timeline } = await (await fetch(`${url}api/session`)).json() as { timeline: Timeline }
-      const researcher = timeline.runs[0]!.turns[0]!.lanes[0]!.subAgent!
-      assert.deepStrictEqual([researcher.agent, researcher.reason, researcher.steps], ["researcher", "stop", 2])
-      const checker = researcher.turns[0]!.lanes[0]!.subAgent!
-      assert.deepStrictEqual([checker.agent, checker.task, checker.turns[0]!.text], ["checker", "check the notes", "checked: fine"])
-      for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
-      const page = await (await fetch(url)).text()
-      assert.strictEqual(page.match(/data-testid="subagent"/g)?.length, 2)
-      assert.isTrue(page.indexOf(`data-agent="researcher"`) < page.indexOf(`data-agent="checker"`))
-    } finally {
-      view.child.kill("SIGINT")
-      await view.exited
-    }
-  }, 120_000)
+  it(
+    "serves a transcript whose calls started sub-agents, each run nested under its call, two levels deep",
+    async () => {
+      const messages = await Effect.runPromise(Effect.gen(function*() {
+        const checker = yield* scriptedSubAgent({ name: "checker", script: [turn.text("checked: fine")] })
+        const researcher = yield* scriptedSubAgent({
+          name: "researcher",
+          tools: [checker.tool],
+          script: [
+            turn.toolCalls([toolCall("k1", "checker", { task: "check the notes" })]),
+            turn.text("The notes say 42.")
+          ]
+        })
+        const run = yield* runScripted(
+          [turn.toolCalls([toolCall("s1", "researcher", { task: "find the answer" })]), turn.text("It is 42.")],
+          { tools: [researcher.tool], messages: [{ role: "user", content: "what is the answer?" }] }
+        )
+        assert.deepStrictEqual(run.violations, [])
+        return run.result.messages
+      }))
+      const ws = makeWorkspace()
+      writeFileSync(join(ws, "tree.jsonl"), messages.map((m) => JSON.stringify(m)).join("\n") + "\n")
+      const view = startCli(["view", "tree.jsonl"], { cwd: ws, env: testEnv(ws) })
+      try {
+        await view.waitFor(/open http:\/\/127\.0\.0\.1:\d+\//, 90_000)
+        const url = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(view.output())![1]!
+        const { timeline } = await (await fetch(`${url}api/session`)).json() as { timeline: Timeline }
+        const researcher = timeline.runs[0]!.turns[0]!.lanes[0]!.subAgent!
+        assert.deepStrictEqual([researcher.agent, researcher.reason, researcher.steps], ["researcher", "stop", 2])
+        const checker = researcher.turns[0]!.lanes[0]!.subAgent!
+        assert.deepStrictEqual([checker.agent, checker.task, checker.turns[0]!.text], [
+          "checker",
+          "check the notes",
+          "checked: fine"
+        ])
+        for (const check of timeline.invariants) assert.deepStrictEqual([check.id, check.violations], [check.id, []])
+        const page = await (await fetch(url)).text()
+        assert.strictEqual(page.match(/data-testid="subagent"/g)?.length, 2)
+        assert.isTrue(page.indexOf(`data-agent="researcher"`) < page.indexOf(`data-agent="checker"`))
+      } finally {
+        view.child.kill("SIGINT")
+        await view.exited
+      }
+    },
+    120_000
+  )
 })

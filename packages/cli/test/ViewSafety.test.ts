@@ -2,8 +2,8 @@
  * `agentloop view` attacked: links planted in the workspace, paths out of it, files that would
  * hang or exhaust the viewer, markup in the session, and requests from other web pages.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { Console, Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { execFileSync } from "node:child_process"
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from "node:fs"
@@ -24,7 +24,8 @@ const outsideSession = () => {
   const file = join(dir, "secret.jsonl")
   writeFileSync(
     file,
-    session.replace("Fix the failing test in src/math.js", SECRET) + `{"role":"user","content":"${SECRET}","timestamp":1}\n`
+    session.replace("Fix the failing test in src/math.js", SECRET) +
+      `{"role":"user","content":"${SECRET}","timestamp":1}\n`
   )
   return { dir, file }
 }
@@ -94,7 +95,10 @@ describe("agentloop view reads nothing outside the workspace", () => {
       symlinkSync(outside.dir, join(root, ".agentloop"))
       assert.include((yield* refused({ workspace: root })).message, "symbolic link")
       assert.include((yield* refused({ workspace: root, session: "s1" })).message, "symbolic link")
-      assert.strictEqual((yield* refused({ workspace: root, session: ".agentloop/sessions/s1.jsonl" })).reason, "Unreadable")
+      assert.strictEqual(
+        (yield* refused({ workspace: root, session: ".agentloop/sessions/s1.jsonl" })).reason,
+        "Unreadable"
+      )
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.live("a session file that is a symbolic link or a hard link to a file outside is refused", () =>
@@ -121,7 +125,9 @@ describe("agentloop view reads nothing outside the workspace", () => {
     Effect.gen(function*() {
       const root = emptyWorkspace()
       writeFileSync(join(sessionsOf(root), "s.jsonl"), session)
-      for (const name of ["../../etc/passwd", "/etc/passwd", "../../../../../../etc/shadow", "..", "../x", "/dev/zero"]) {
+      for (
+        const name of ["../../etc/passwd", "/etc/passwd", "../../../../../../etc/shadow", "..", "../x", "/dev/zero"]
+      ) {
         const error = yield* refused({ workspace: root, session: name })
         assert.strictEqual(error.reason, "SessionNotFound", name)
       }
@@ -229,7 +235,10 @@ describe("the served page and API", () => {
       assert.notInclude(page.body, "onerror=alert(1)>")
       assert.notInclude(page.body, "<script>alert")
       assert.notMatch(page.body, /="[^"]*"'>/, "no attribute closed by the session's text")
-      assert.include(page.body, "&quot;&#39;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt;")
+      assert.include(
+        page.body,
+        "&quot;&#39;&gt;&lt;img src=x onerror=alert(1)&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
+      )
       // Exactly one script element: the page's own (allowed by its hash in the policy).
       assert.strictEqual(page.body.split("<script").length - 1, 1)
       const api = yield* get(`${view.url}api/session`, { host: new URL(view.url).host })

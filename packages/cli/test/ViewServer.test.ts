@@ -2,8 +2,8 @@
  * The viewer's server without a browser: which session it picks, what it answers on loopback,
  * and that it stops serving when interrupted.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
 import { Console, Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import * as Http from "node:http"
@@ -68,7 +68,10 @@ describe("resolveSessionFile", () => {
       assert.strictEqual(yield* resolveSessionFile(root, "a3"), join(dir, "a3.jsonl"))
       assert.strictEqual(yield* resolveSessionFile(root, "b"), join(dir, "b2.jsonl"))
       assert.strictEqual(yield* resolveSessionFile(root, ".agentloop/sessions/a1.jsonl"), join(dir, "a1.jsonl"))
-      assert.strictEqual(yield* resolveSessionFile(tmpdir(), fixture("killed-mid-batch.jsonl")), fixture("killed-mid-batch.jsonl"))
+      assert.strictEqual(
+        yield* resolveSessionFile(tmpdir(), fixture("killed-mid-batch.jsonl")),
+        fixture("killed-mid-batch.jsonl")
+      )
     }).pipe(Effect.provide(NodeServices.layer)))
 
   it.live("names what is wrong: no sessions, unknown id, ambiguous prefix, missing file", () =>
@@ -202,7 +205,10 @@ describe("viewSession", () => {
           Deferred.doneUnsafe(printed, Exit.succeed(args.join(" ")))
         }
       }
-      const fiber = yield* viewSession({ workspace: root }).pipe(Effect.provideService(Console.Console, console), Effect.forkChild)
+      const fiber = yield* viewSession({ workspace: root }).pipe(
+        Effect.provideService(Console.Console, console),
+        Effect.forkChild
+      )
       const line = yield* Deferred.await(printed)
       const url = /open (http:\/\/127\.0\.0\.1:\d+\/)/.exec(line)?.[1]
       assert.isDefined(url, line)

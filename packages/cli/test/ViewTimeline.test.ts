@@ -2,12 +2,12 @@
  * The viewer's timeline model, without a server or a browser: session lines → runs, turns, lanes,
  * totals and invariant checks.
  */
+import { parseTranscript } from "@agentloop/core"
+import { echoTool, runScripted, scriptedSubAgent, toolCall, turn } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { parseTranscript } from "@agentloop/core"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { echoTool, runScripted, scriptedSubAgent, toolCall, turn } from "@agentloop/testkit"
 import { buildTimeline, parseSessionText, renderPage } from "../src/view/index.ts"
 import type { Timeline } from "../src/view/index.ts"
 
@@ -75,7 +75,13 @@ describe("parseSessionText", () => {
 describe("the fixtures are sessions core's reader accepts", () => {
   it.effect("loadTranscript's parser reads the same messages and records, and would repair the killed one", () =>
     Effect.gen(function*() {
-      for (const [name, torn, repaired] of [["coding-session.jsonl", undefined, 0], ["killed-mid-batch.jsonl", 9, 2]] as const) {
+      for (
+        const [name, torn, repaired] of [["coding-session.jsonl", undefined, 0], [
+          "killed-mid-batch.jsonl",
+          9,
+          2
+        ]] as const
+      ) {
         const text = fixture(name)
         const loaded = yield* parseTranscript(text, name)
         const ours = parseSessionText(text)
@@ -334,7 +340,14 @@ describe("buildTimeline", () => {
       assistant([])
     )
     assert.deepStrictEqual(timeline.runs[0]!.compactions, [
-      { at: 3, beforeTurn: 2, summarized: 12, kept: 4, summary: "Summary of earlier turns", usage: { input: 500, output: 80 } }
+      {
+        at: 3,
+        beforeTurn: 2,
+        summarized: 12,
+        kept: 4,
+        summary: "Summary of earlier turns",
+        usage: { input: 500, output: 80 }
+      }
     ])
     // The tokens spent on the summary count in the session's totals.
     assert.strictEqual(timeline.totals.input, 500)
@@ -345,12 +358,18 @@ describe("buildTimeline", () => {
 describe("sub-agent runs", () => {
   /** A real run of core with a sub-agent calling its own sub-agent, saved as a plain transcript. */
   const subAgentSession = Effect.gen(function*() {
-    const checker = yield* scriptedSubAgent({ name: "checker", script: [turn.text("checked: fine", { input: 5, output: 2 })] })
+    const checker = yield* scriptedSubAgent({
+      name: "checker",
+      script: [turn.text("checked: fine", { input: 5, output: 2 })]
+    })
     const researcher = yield* scriptedSubAgent({
       name: "researcher",
       tools: [echoTool("read"), checker.tool],
       script: [
-        turn.toolCalls([toolCall("r1", "read", { path: "notes" }), toolCall("k1", "checker", { task: "check the notes" })]),
+        turn.toolCalls([
+          toolCall("r1", "read", { path: "notes" }),
+          toolCall("k1", "checker", { task: "check the notes" })
+        ]),
         turn.text("The notes say 42.", { input: 20, output: 4 })
       ]
     })
@@ -393,7 +412,10 @@ describe("sub-agent runs", () => {
       const html = renderPage(timeline, { file: "s.jsonl", version: "1" })
       const outer = html.indexOf(`data-testid="subagent" data-agent="researcher"`)
       const inner = html.indexOf(`data-testid="subagent" data-agent="checker"`)
-      assert.isTrue(outer > html.indexOf(`<code>s1</code>`) && inner > outer, "checker inside researcher, under call s1")
+      assert.isTrue(
+        outer > html.indexOf(`<code>s1</code>`) && inner > outer,
+        "checker inside researcher, under call s1"
+      )
       assert.include(html.slice(outer, inner), "find the answer")
       assert.include(html.slice(inner), "checked: fine")
     }))
@@ -403,12 +425,17 @@ describe("sub-agent runs", () => {
       const messages = yield* subAgentSession
       const broken = messages.map((m) => {
         if (m.role !== "toolResult" || m.toolCallId !== "s1") return m
-        const sub = (m.details as { subAgent: { messages: ReadonlyArray<{ role: string; toolCallId?: string }>; steps: number } })
-          .subAgent
+        const sub =
+          (m.details as { subAgent: { messages: ReadonlyArray<{ role: string; toolCallId?: string }>; steps: number } })
+            .subAgent
         return {
           ...m,
           details: {
-            subAgent: { ...sub, steps: 3, messages: sub.messages.filter((c) => !(c.role === "toolResult" && c.toolCallId === "r1")) }
+            subAgent: {
+              ...sub,
+              steps: 3,
+              messages: sub.messages.filter((c) => !(c.role === "toolResult" && c.toolCallId === "r1"))
+            }
           }
         }
       })

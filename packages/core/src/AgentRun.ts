@@ -5,13 +5,13 @@
  */
 import { Deferred, Effect, Fiber, Queue, Stream } from "effect"
 import type { Scope } from "effect"
-import { guardSink, runLoop } from "./internal/loop.ts"
-import type { OutputInput } from "./Output.ts"
-import type { AgentLoopOptions, AgentRunResult, AnswerOf } from "./Run.ts"
 import { EventSink } from "./EventSink.ts"
 import type { Executor } from "./Executor.ts"
+import { guardSink, runLoop } from "./internal/loop.ts"
 import type { LoopEvent } from "./LoopEvent.ts"
 import type { Model } from "./Model.ts"
+import type { OutputInput } from "./Output.ts"
+import type { AgentLoopOptions, AgentRunResult, AnswerOf } from "./Run.ts"
 
 /**
  * A started run.

@@ -4,8 +4,8 @@
  *
  * @since 0.1.0
  */
-import type { StopReason } from "./Message.ts"
 import type { RunReason } from "./LoopEvent.ts"
+import type { StopReason } from "./Message.ts"
 
 /**
  * Why a tool call was answered without running.
@@ -78,7 +78,11 @@ export const decideTurn = (stopReason: StopReason, callCount: number, errorMessa
     case "toolUse":
       return callCount > 0 ?
         execute :
-        finish("error", undefined, "protocol violation: the model ended its turn with stopReason \"toolUse\" but made no tool call")
+        finish(
+          "error",
+          undefined,
+          "protocol violation: the model ended its turn with stopReason \"toolUse\" but made no tool call"
+        )
     case "length":
       return finish("length", "length")
     case "error":

@@ -188,8 +188,11 @@ export const outputSchema = <A>(schema: Schema.Decoder<A>, options?: OutputOptio
   const decode = Schema.decodeUnknownEffect(Schema.toCodecJson(schema)) as (
     input: unknown
   ) => Effect.Effect<A, Schema.SchemaError>
-  return make(json, options, (value) =>
-    Effect.mapError(decode(value), (error) => new OutputDecodeError({ message: error.message })))
+  return make(
+    json,
+    options,
+    (value) => Effect.mapError(decode(value), (error) => new OutputDecodeError({ message: error.message }))
+  )
 }
 
 /**
@@ -231,7 +234,10 @@ export const outputSchemaFromJson = (
     const problem = unsupportedSchema(jsonSchema)
     if (problem !== undefined) {
       return Effect.fail(
-        new OutputSchemaError({ message: `unsupported JSON Schema at ${problem.path}: ${problem.message}`, path: problem.path })
+        new OutputSchemaError({
+          message: `unsupported JSON Schema at ${problem.path}: ${problem.message}`,
+          path: problem.path
+        })
       )
     }
     if (options?.name !== undefined && options.name.length === 0) {

@@ -99,7 +99,10 @@ const countResults = (messages: ReadonlyArray<Message>) => {
  * @since 0.1.0
  * @category decoding
  */
-export const parseTranscript = (text: string, path = "<transcript>"): Effect.Effect<LoadedTranscript, PersistenceError> =>
+export const parseTranscript = (
+  text: string,
+  path = "<transcript>"
+): Effect.Effect<LoadedTranscript, PersistenceError> =>
   Effect.suspend(() => {
     const fail = (message: string) => Effect.fail(new PersistenceError({ path, message }))
     const lines = text.split("\n")
@@ -148,7 +151,9 @@ const failWith = (path: string, what: string) => (error: { readonly message: str
  * @since 0.1.0
  * @category decoding
  */
-export const loadTranscript = (path: string): Effect.Effect<LoadedTranscript, PersistenceError, FileSystem.FileSystem> =>
+export const loadTranscript = (
+  path: string
+): Effect.Effect<LoadedTranscript, PersistenceError, FileSystem.FileSystem> =>
   Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const text = yield* fs.readFileString(path).pipe(Effect.mapError(failWith(path, "read")))

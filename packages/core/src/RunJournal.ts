@@ -110,7 +110,12 @@ export interface RunJournalShape {
    * not run again (it is answered interrupted instead).
    */
   readonly claim:
-    | ((step: number, index: number, call: ToolCall, definition: ToolDefinition | undefined) => Effect.Effect<CallClaim>)
+    | ((
+      step: number,
+      index: number,
+      call: ToolCall,
+      definition: ToolDefinition | undefined
+    ) => Effect.Effect<CallClaim>)
     | undefined
 }
 

@@ -272,7 +272,11 @@ const decodeRecord = Schema.decodeUnknownExit(SessionRecord)
  */
 export const decodeSessionRecord = (
   record: TranscriptRecord
-): { readonly ok: true; readonly record: SessionRecord } | { readonly ok: false; readonly error: string } | undefined => {
+):
+  | { readonly ok: true; readonly record: SessionRecord }
+  | { readonly ok: false; readonly error: string }
+  | undefined =>
+{
   if (!sessionRecordTypes.has(record.type)) return undefined
   const exit = decodeRecord(record)
   if (Exit.isSuccess(exit)) return { ok: true, record: exit.value }

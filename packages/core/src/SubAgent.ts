@@ -120,7 +120,8 @@ export const subAgentRunOf = (details: unknown): SubAgentRun | undefined => {
   const run: unknown = (details as { readonly subAgent?: unknown }).subAgent
   if (typeof run !== "object" || run === null) return undefined
   const { agent, reason, steps, messages } = run as Partial<Record<keyof SubAgentRun, unknown>>
-  return typeof agent === "string" && typeof reason === "string" && typeof steps === "number" && Array.isArray(messages) ?
+  return typeof agent === "string" && typeof reason === "string" && typeof steps === "number" &&
+      Array.isArray(messages) ?
     run as SubAgentRun :
     undefined
 }
@@ -259,7 +260,9 @@ export const subAgentTool = <const Tools extends ReadonlyArray<AnyTool> = readon
         const limit = yield* SubAgentMaxDepth
         if (depth >= limit) {
           return yield* Effect.fail(
-            new ToolError({ message: `sub-agent "${name}" not started: the sub-agent depth limit (${limit}) is reached` })
+            new ToolError({
+              message: `sub-agent "${name}" not started: the sub-agent depth limit (${limit}) is reached`
+            })
           )
         }
         const options: AgentLoopOptions = {
@@ -280,7 +283,9 @@ export const subAgentTool = <const Tools extends ReadonlyArray<AnyTool> = readon
         if (config.model === undefined) {
           const model = yield* Effect.serviceOption(Model)
           if (model._tag === "None") {
-            return yield* Effect.fail(new ToolError({ message: `sub-agent "${name}" not started: no Model to run it with` }))
+            return yield* Effect.fail(
+              new ToolError({ message: `sub-agent "${name}" not started: no Model to run it with` })
+            )
           }
           result = yield* Effect.provideService(child, Model, model.value)
         } else {

@@ -13,11 +13,11 @@ import { Context, Effect, Exit, Layer, Schema } from "effect"
 import { ToolError } from "./Errors.ts"
 import { Executor } from "./Executor.ts"
 import type { ExecutorShape, ToolContext } from "./Executor.ts"
-import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "./Message.ts"
-import type { JsonSchemaObject, ToolDefinition } from "./Model.ts"
 import { describeFailure } from "./internal/common.ts"
 import { makeArgumentsCheck } from "./internal/jsonSchema.ts"
 import { deriveJsonSchema } from "./internal/schemaJson.ts"
+import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "./Message.ts"
+import type { JsonSchemaObject, ToolDefinition } from "./Model.ts"
 import { errorResult } from "./Transcript.ts"
 
 /**
@@ -136,7 +136,13 @@ export const defineTool = <A, R = never>(config: {
 
 const toResult = (call: ToolCall, output: ToolOutput): ToolResultMessage =>
   typeof output === "string" ?
-    { role: "toolResult", toolCallId: call.id, toolName: call.name, content: [{ type: "text", text: output }], isError: false } :
+    {
+      role: "toolResult",
+      toolCallId: call.id,
+      toolName: call.name,
+      content: [{ type: "text", text: output }],
+      isError: false
+    } :
     {
       role: "toolResult",
       toolCallId: call.id,
@@ -258,13 +264,20 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
                 return Effect.die(defect)
               }
               // a tool that answered at once (`Effect.succeed`) needs neither services nor a mapping step
-              if (Exit.isExit(out) && Exit.isSuccess(out)) return Effect.succeed(toResult(call, out.value as ToolOutput))
-              const mapped = Effect.mapBoth(out, { onFailure: asToolError, onSuccess: (output) => toResult(call, output) })
+              if (Exit.isExit(out) && Exit.isSuccess(out)) {
+                return Effect.succeed(toResult(call, out.value as ToolOutput))
+              }
+              const mapped = Effect.mapBoth(out, {
+                onFailure: asToolError,
+                onSuccess: (output) => toResult(call, output)
+              })
               const context = withTools(fiber.context as Context.Context<unknown>)
-              return (context === fiber.context ? mapped : Effect.updateContext(mapped, () => context)) as Effect.Effect<
-                ToolResultMessage,
-                ToolError
-              >
+              return (context === fiber.context
+                ? mapped
+                : Effect.updateContext(mapped, () => context)) as Effect.Effect<
+                  ToolResultMessage,
+                  ToolError
+                >
             })
         // arguments are accepted exactly when they satisfy the JSON Schema the model was given;
         // the schema's own decoding then applies its transformations (and any check the JSON

@@ -7,11 +7,16 @@
  */
 import { Exit, Schema } from "effect"
 import { skipText } from "./Decision.ts"
-import { describeCause } from "./internal/common.ts"
 import type { SkipReason } from "./Decision.ts"
-import { isAssistantMessageFast, isMessageFast, isSoundTranscriptFast, isToolResultMessageFast } from "./internal/guards.ts"
+import { describeCause } from "./internal/common.ts"
+import {
+  isAssistantMessageFast,
+  isMessageFast,
+  isSoundTranscriptFast,
+  isToolResultMessageFast
+} from "./internal/guards.ts"
 import { isTrusted } from "./internal/trusted.ts"
-import { AssistantMessage, Message, ToolResultMessage, toolCallsOf } from "./Message.ts"
+import { AssistantMessage, Message, toolCallsOf, ToolResultMessage } from "./Message.ts"
 import type { ToolCall } from "./Message.ts"
 
 /**

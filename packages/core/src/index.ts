@@ -20,16 +20,16 @@ export * from "./LoopEvent.ts"
 export * from "./Message.ts"
 export * from "./Model.ts"
 export * from "./Output.ts"
+export * from "./Persistence.ts"
 export * from "./Policy.ts"
 export * from "./Run.ts"
 export * from "./RunControl.ts"
 export * from "./RunJournal.ts"
+export * from "./SessionRecord.ts"
 export * from "./SubAgent.ts"
 export * from "./Tool.ts"
 export * from "./ToolExecution.ts"
 export * from "./Transcript.ts"
-export * from "./Persistence.ts"
-export * from "./SessionRecord.ts"
 
 /**
  * Policies as a namespace: `Policy.allow`, `Policy.deny(reason)`, `Policy.ask`, `Policy.decide`.

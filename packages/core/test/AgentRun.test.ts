@@ -1,5 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, PubSub, Queue, Stream } from "effect"
 import {
   callbackSinkLayer,
   EventSink,
@@ -24,6 +22,8 @@ import {
   turn,
   user
 } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, PubSub, Queue, Stream } from "effect"
 import { eventTypes, results } from "./helpers.ts"
 
 const script = () => [turn.toolCalls([toolCall("a", "e")]), turn.streamed(["do", "ne"])]
@@ -32,7 +32,9 @@ const layers = Layer.mergeAll(scriptedModelLayer(script()), toolExecutorLayer([e
 describe("runAgentLoopStream", () => {
   it.effect("streams every event and ends right after turn_end", () =>
     Effect.gen(function*() {
-      const events = yield* Stream.runCollect(runAgentLoopStream({ messages: [user("go")] })).pipe(Effect.provide(layers))
+      const events = yield* Stream.runCollect(runAgentLoopStream({ messages: [user("go")] })).pipe(
+        Effect.provide(layers)
+      )
       assert.deepStrictEqual(eventTypes(events), [
         "model_event",
         "assistant_message",
@@ -53,7 +55,9 @@ describe("runAgentLoopStream", () => {
       const events = yield* runAgentLoopStream({ messages: [user("go")] }).pipe(
         Stream.takeUntil((e) => e.type === "tool_start"),
         Stream.runCollect,
-        Effect.provide(Layer.mergeAll(scriptedModelLayer([turn.toolCalls([toolCall("a", "g")])]), toolExecutorLayer([probe.tool])))
+        Effect.provide(
+          Layer.mergeAll(scriptedModelLayer([turn.toolCalls([toolCall("a", "g")])]), toolExecutorLayer([probe.tool]))
+        )
       )
       assert.strictEqual(events[events.length - 1]!.type, "tool_start")
       assert.deepStrictEqual(yield* probe.interruptedIds, ["a"])
@@ -73,7 +77,9 @@ describe("startAgentLoop (live events and the final result from one run)", () =>
   it.effect("also forwards events to an EventSink in the context", () =>
     Effect.gen(function*() {
       const seen: Array<LoopEvent> = []
-      const result = yield* Effect.scoped(Effect.flatMap(startAgentLoop({ messages: [user("go")] }), (run) => run.result)).pipe(
+      const result = yield* Effect.scoped(
+        Effect.flatMap(startAgentLoop({ messages: [user("go")] }), (run) => run.result)
+      ).pipe(
         Effect.provide(Layer.mergeAll(layers, callbackSinkLayer((e) => void seen.push(e))))
       )
       assert.deepStrictEqual(checkInvariants({ result, events: seen }), [])
@@ -92,7 +98,9 @@ describe("startAgentLoop (live events and the final result from one run)", () =>
       const result = yield* run.result
       const events = yield* Stream.runCollect(run.events)
       assert.strictEqual(result.reason, "aborted")
-      assert.deepStrictEqual(results(result.messages).map((r) => r.details), [{ interrupted: true }, { interrupted: true }])
+      assert.deepStrictEqual(results(result.messages).map((r) => r.details), [{ interrupted: true }, {
+        interrupted: true
+      }])
       assert.deepStrictEqual(checkInvariants({ result, events, requests: yield* model.requests }), [])
     })))
 })
@@ -144,7 +152,9 @@ describe("event sinks", () => {
   it.effect("queueSinkLayer and pubSubSinkLayer deliver every event", () =>
     Effect.gen(function*() {
       const queue = yield* Queue.unbounded<LoopEvent>()
-      yield* runAgentLoop({ messages: [user("go")] }).pipe(Effect.provide(Layer.mergeAll(layers, queueSinkLayer(queue))))
+      yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(layers, queueSinkLayer(queue)))
+      )
       const fromQueue = yield* Queue.takeAll(queue)
       assert.strictEqual(fromQueue[fromQueue.length - 1]!.type, "turn_end")
       assert.deepStrictEqual(checkInvariants({ events: fromQueue }), [])
@@ -152,7 +162,9 @@ describe("event sinks", () => {
       const pubsub = yield* PubSub.unbounded<LoopEvent>()
       const subscription = yield* PubSub.subscribe(pubsub)
       yield* runAgentLoop({ messages: [user("go")] }).pipe(
-        Effect.provide(Layer.mergeAll(scriptedModelLayer(script()), toolExecutorLayer([echoTool("e")]), pubSubSinkLayer(pubsub)))
+        Effect.provide(
+          Layer.mergeAll(scriptedModelLayer(script()), toolExecutorLayer([echoTool("e")]), pubSubSinkLayer(pubsub))
+        )
       )
       const fromPubSub = yield* PubSub.takeAll(subscription)
       assert.deepStrictEqual(eventTypes(fromPubSub), eventTypes(fromQueue))
@@ -160,19 +172,27 @@ describe("event sinks", () => {
 
   it.effect("the no-op sink drops events and the run is unaffected", () =>
     Effect.gen(function*() {
-      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(Effect.provide(Layer.mergeAll(layers, noopSinkLayer)))
+      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(layers, noopSinkLayer))
+      )
       assert.strictEqual(result.reason, "stop")
     }))
 
   it.effect("a sink that dies does not end the run: the defect is logged, invariants hold for the rest", () =>
     Effect.gen(function*() {
       const seen: Array<LoopEvent> = []
-      const dyingSink = Layer.succeed(EventSink, EventSink.of({
-        emit: (event) => event.type === "tool_start" || event.type === "assistant_message" ?
-          Effect.die(new Error("ui crashed")) :
-          Effect.sync(() => void seen.push(event))
-      }))
-      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(Effect.provide(Layer.mergeAll(layers, dyingSink)))
+      const dyingSink = Layer.succeed(
+        EventSink,
+        EventSink.of({
+          emit: (event) =>
+            event.type === "tool_start" || event.type === "assistant_message" ?
+              Effect.die(new Error("ui crashed")) :
+              Effect.sync(() => void seen.push(event))
+        })
+      )
+      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+        Effect.provide(Layer.mergeAll(layers, dyingSink))
+      )
       assert.strictEqual(result.reason, "stop")
       assert.strictEqual(result.steps, 2)
       assert.deepStrictEqual(results(result.messages).map((r) => r.isError), [false])
@@ -182,9 +202,12 @@ describe("event sinks", () => {
   it.effect("a sink that throws synchronously does not end the run either", () =>
     Effect.gen(function*() {
       const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
-        Effect.provide(Layer.mergeAll(layers, callbackSinkLayer(() => {
-          throw new Error("listener bug")
-        })))
+        Effect.provide(Layer.mergeAll(
+          layers,
+          callbackSinkLayer(() => {
+            throw new Error("listener bug")
+          })
+        ))
       )
       assert.strictEqual(result.reason, "stop")
     }))

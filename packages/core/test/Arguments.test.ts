@@ -3,13 +3,13 @@
  * rejected in words a model can act on. Any typed failure of a tool becomes an error result
  * carrying its message. A schema from a second copy of `effect` is refused when the tool is defined.
  */
+import { defineTool, makeToolExecutor, ToolError } from "@agentloop/core"
+import type { AnyTool, ToolContext, ToolResultMessage } from "@agentloop/core"
+import { toolCall } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { Data, Effect, Schema } from "effect"
 import * as fc from "fast-check"
-import { defineTool, makeToolExecutor, ToolError } from "@agentloop/core"
-import type { AnyTool, ToolContext, ToolResultMessage } from "@agentloop/core"
-import { toolCall } from "@agentloop/testkit"
 import { textOf } from "./helpers.ts"
 
 const context: ToolContext = {
@@ -70,7 +70,10 @@ describe("arguments and the JSON Schema the model sees", () => {
         edits: Schema.Array(Schema.Struct({ line: Schema.Int, text: Schema.String })),
         mode: Schema.Literals(["a", "b"])
       }))
-      const result: ToolResultMessage = yield* execute(tool, { edits: [{ line: 1.5, text: "x" }, { line: 2 }], mode: "c" })
+      const result: ToolResultMessage = yield* execute(tool, {
+        edits: [{ line: 1.5, text: "x" }, { line: 2 }],
+        mode: "c"
+      })
       assert.strictEqual(
         textOf(result),
         `Invalid arguments for tool "t": Expected an integer at ["edits",0,"line"], got 1.5; ` +
@@ -85,47 +88,71 @@ describe("arguments and the JSON Schema the model sees", () => {
       assert.isFalse(result.isError)
       assert.strictEqual(ran.length, 1)
       const wrong = yield* execute(tool, { limit: "7" })
-      assert.strictEqual(textOf(wrong), `Invalid arguments for tool "t": Expected a number or null at ["limit"], got "7"`)
+      assert.strictEqual(
+        textOf(wrong),
+        `Invalid arguments for tool "t": Expected a number or null at ["limit"], got "7"`
+      )
     }))
 
   // A differential test: our compiled check agrees with ajv (a reference validator) on what the
   // JSON Schema accepts, for schemas like the ones tools use and values near and far from valid.
   const schemas: ReadonlyArray<Schema.Decoder<unknown>> = [
     Schema.Struct({ a: Schema.Number, b: Schema.optional(Schema.String), n: Schema.Int }),
-    Schema.Struct({ path: Schema.String.check(Schema.isMinLength(1)), offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))) }),
-    Schema.Struct({ mode: Schema.Literals(["text", "binary"]), flags: Schema.Array(Schema.Boolean).check(Schema.isMaxLength(3)) }),
-    Schema.Struct({ pair: Schema.Tuple([Schema.String, Schema.Number]), tags: Schema.Record(Schema.String, Schema.String) }),
-    Schema.Struct({ v: Schema.Union([Schema.String, Schema.Number, Schema.Null]), nested: Schema.Struct({ x: Schema.Number }) })
+    Schema.Struct({
+      path: Schema.String.check(Schema.isMinLength(1)),
+      offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(1)))
+    }),
+    Schema.Struct({
+      mode: Schema.Literals(["text", "binary"]),
+      flags: Schema.Array(Schema.Boolean).check(Schema.isMaxLength(3))
+    }),
+    Schema.Struct({
+      pair: Schema.Tuple([Schema.String, Schema.Number]),
+      tags: Schema.Record(Schema.String, Schema.String)
+    }),
+    Schema.Struct({
+      v: Schema.Union([Schema.String, Schema.Number, Schema.Null]),
+      nested: Schema.Struct({ x: Schema.Number })
+    })
   ]
   const ajv = new Ajv2020({ strict: false })
-  const validValue = (i: number) => [
-    { a: 1.5, n: 2 },
-    { path: "x", offset: 3 },
-    { mode: "text", flags: [true] },
-    { pair: ["a", 1], tags: { k: "v" } },
-    { v: null, nested: { x: 1 } }
-  ][i]!
+  const validValue = (i: number) =>
+    [
+      { a: 1.5, n: 2 },
+      { path: "x", offset: 3 },
+      { mode: "text", flags: [true] },
+      { pair: ["a", 1], tags: { k: "v" } },
+      { v: null, nested: { x: 1 } }
+    ][i]!
   const perturb = (value: Record<string, unknown>, key: string, replacement: unknown) =>
-    replacement === undefined ? Object.fromEntries(Object.entries(value).filter(([k]) => k !== key)) : { ...value, [key]: replacement }
+    replacement === undefined
+      ? Object.fromEntries(Object.entries(value).filter(([k]) => k !== key))
+      : { ...value, [key]: replacement }
   schemas.forEach((schema, i) => {
     it(`agrees with a reference validator on schema ${i + 1}`, () => {
       const { tool } = recorder(schema)
       const json = tool.definition.parameters
       const reference = ajv.compile(json)
       const check = (value: unknown) =>
-        Effect.runSync(Effect.flatMap(makeToolExecutor([tool]), (executor) =>
-          executor.execute(toolCall("c", "t", value as Record<string, unknown>), context)))
+        Effect.runSync(
+          Effect.flatMap(makeToolExecutor([tool]), (executor) =>
+            executor.execute(toolCall("c", "t", value as Record<string, unknown>), context))
+        )
       const keys = Object.keys(json.properties as object)
       fc.assert(
         fc.property(
           fc.oneof(
             fc.jsonValue(),
-            fc.record({ key: fc.constantFrom(...keys, "extra"), replacement: fc.oneof(fc.jsonValue(), fc.constant(undefined)) })
+            fc.record({
+              key: fc.constantFrom(...keys, "extra"),
+              replacement: fc.oneof(fc.jsonValue(), fc.constant(undefined))
+            })
               .map(({ key, replacement }) => perturb(validValue(i), key, replacement))
           ).filter((v) => typeof v === "object" && v !== null && !Array.isArray(v)),
           (value) => {
             const result = check(value)
-            const invalidArguments = (result.details as { invalidArguments?: boolean } | undefined)?.invalidArguments === true
+            const invalidArguments =
+              (result.details as { invalidArguments?: boolean } | undefined)?.invalidArguments === true
             assert.strictEqual(!invalidArguments, reference(value), `${JSON.stringify(value)}: ${textOf(result)}`)
           }
         ),
@@ -142,10 +169,30 @@ describe("typed failures of a tool", () => {
   it.effect("any typed failure becomes an error result carrying its message (or its tag and fields)", () =>
     Effect.gen(function*() {
       const tools = [
-        defineTool({ name: "a", description: "", parameters: Schema.Struct({}), execute: () => Effect.fail(new NotFound({ message: "no such note" })) }),
-        defineTool({ name: "b", description: "", parameters: Schema.Struct({}), execute: () => Effect.fail(new QuotaExceeded({ limit: 3 })) }),
-        defineTool({ name: "c", description: "", parameters: Schema.Struct({}), execute: () => Effect.fail(new ToolError({ message: "plain" })) }),
-        defineTool({ name: "d", description: "", parameters: Schema.Struct({}), execute: () => Effect.fail("just a string") })
+        defineTool({
+          name: "a",
+          description: "",
+          parameters: Schema.Struct({}),
+          execute: () => Effect.fail(new NotFound({ message: "no such note" }))
+        }),
+        defineTool({
+          name: "b",
+          description: "",
+          parameters: Schema.Struct({}),
+          execute: () => Effect.fail(new QuotaExceeded({ limit: 3 }))
+        }),
+        defineTool({
+          name: "c",
+          description: "",
+          parameters: Schema.Struct({}),
+          execute: () => Effect.fail(new ToolError({ message: "plain" }))
+        }),
+        defineTool({
+          name: "d",
+          description: "",
+          parameters: Schema.Struct({}),
+          execute: () => Effect.fail("just a string")
+        })
       ]
       const executor = yield* makeToolExecutor(tools)
       const texts: Array<string> = []

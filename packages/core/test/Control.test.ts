@@ -1,6 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Queue, Schema, Tracer } from "effect"
-import { TestClock } from "effect/testing"
 import {
   allow,
   ask,
@@ -13,8 +10,8 @@ import {
   readOnlyPolicy,
   runAgentLoop,
   ToolConcurrency,
-  ToolTimeout,
-  toolExecutorLayer
+  toolExecutorLayer,
+  ToolTimeout
 } from "@agentloop/core"
 import type { AgentLoopOptions, AnyTool, ApprovalAnswer, LoopEvent, Message, UserMessage } from "@agentloop/core"
 import {
@@ -31,6 +28,9 @@ import {
   user
 } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Schema, Tracer } from "effect"
+import { TestClock } from "effect/testing"
 import { results, roles, settle, textOf } from "./helpers.ts"
 
 /** Starts a scripted run in the background; `onEvent` may answer approvals or push messages. */
@@ -101,7 +101,10 @@ describe("policies and approvals", () => {
       )
       const { result, violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
-      assert.strictEqual(textOf(results(result.messages)[0]!), "Tool call was not executed because it was denied: not now")
+      assert.strictEqual(
+        textOf(results(result.messages)[0]!),
+        "Tool call was not executed because it was denied: not now"
+      )
       assert.strictEqual(yield* write.executions, 0)
     }))
 
@@ -179,7 +182,10 @@ describe("policies and approvals", () => {
       const asked = run.events.flatMap((e) => e.type === "approval_request" ? [e.call.id] : [])
       assert.deepStrictEqual(asked, ["a"])
       assert.strictEqual(yield* second.executions, 0)
-      assert.deepStrictEqual(results(result.messages).map((r) => r.details), [undefined, { skipped: true, reason: "aborted" }])
+      assert.deepStrictEqual(results(result.messages).map((r) => r.details), [undefined, {
+        skipped: true,
+        reason: "aborted"
+      }])
     }))
 
   it.effect("abort while waiting for approval pairs the call like any aborted call; nothing runs", () =>
@@ -255,7 +261,13 @@ describe("execution modes and limits", () => {
       const startedOrder: Array<string> = []
       const run = yield* start(
         [
-          turn.toolCalls([toolCall("a", "read"), toolCall("b", "read"), toolCall("w", "write"), toolCall("c", "read"), toolCall("d", "read")]),
+          turn.toolCalls([
+            toolCall("a", "read"),
+            toolCall("b", "read"),
+            toolCall("w", "write"),
+            toolCall("c", "read"),
+            toolCall("d", "read")
+          ]),
           turn.text("ok")
         ],
         [gate.tool, exclusiveTool("write", writeGate.tool)],
@@ -333,7 +345,10 @@ describe("execution modes and limits", () => {
       assert.deepStrictEqual(starts, ["w", "q", "third"], "each call started once")
       assert.sameMembers(ends, ["w", "q", "third"])
       assert.strictEqual(ends.length, 3, "each call answered once")
-      assert.deepStrictEqual(events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason), ["aborted"])
+      assert.deepStrictEqual(
+        events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason),
+        ["aborted"]
+      )
     }))
 
   it.effect("ToolConcurrency caps how many calls run at once; results stay in call order", () =>
@@ -341,7 +356,10 @@ describe("execution modes and limits", () => {
       const gate = makeGatedTool("g")
       const startedIds: Array<string> = []
       const run = yield* start(
-        [turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g"), toolCall("d", "g")]), turn.text("ok")],
+        [
+          turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g"), toolCall("d", "g")]),
+          turn.text("ok")
+        ],
         [gate.tool],
         {},
         (event) => {
@@ -444,10 +462,21 @@ describe("steering and follow-ups", () => {
       yield* gate.release("b")
       const { result, requests, violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
-      assert.deepStrictEqual(roles(result.messages), ["user", "assistant", "toolResult", "toolResult", "user", "assistant"])
+      assert.deepStrictEqual(roles(result.messages), [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "user",
+        "assistant"
+      ])
       assert.deepStrictEqual(roles(requests[1]!.messages), ["user", "assistant", "toolResult", "toolResult", "user"])
       const announced = run.events.filter((e) => e.type === "user_message")
-      assert.deepStrictEqual(announced, [{ type: "user_message", message: { role: "user", content: "use tabs, not spaces" }, kind: "steering" }])
+      assert.deepStrictEqual(announced, [{
+        type: "user_message",
+        message: { role: "user", content: "use tabs, not spaces" },
+        kind: "steering"
+      }])
     }))
 
   it.effect("a follow-up restarts the loop when it would otherwise stop", () =>
@@ -461,7 +490,10 @@ describe("steering and follow-ups", () => {
       assert.strictEqual(result.steps, 2)
       assert.deepStrictEqual(roles(result.messages), ["user", "assistant", "user", "assistant"])
       assert.strictEqual(requests.length, 2)
-      assert.deepStrictEqual(run.events.filter((e) => e.type === "user_message").map((e) => e.type === "user_message" && e.kind), ["followUp"])
+      assert.deepStrictEqual(
+        run.events.filter((e) => e.type === "user_message").map((e) => e.type === "user_message" && e.kind),
+        ["followUp"]
+      )
     }))
 
   it.effect("a malformed steering message ends the run error naming it; nothing invalid joins the transcript", () =>
@@ -507,7 +539,11 @@ describe("context hooks", () => {
         [turn.toolCalls([toolCall("a", "e")]), turn.text("ok")],
         [echoTool("e")],
         {
-          messages: [user("old question"), { role: "assistant", content: [{ type: "text", text: "old answer" }], stopReason: "stop" }, user("new question")],
+          messages: [user("old question"), {
+            role: "assistant",
+            content: [{ type: "text", text: "old answer" }],
+            stopReason: "stop"
+          }, user("new question")],
           transformContext: (messages) => Effect.succeed(messages.slice(2))
         }
       )
@@ -551,7 +587,9 @@ describe("context hooks", () => {
 
   it.effect("a transform that fails or returns malformed messages ends the run error", () =>
     Effect.gen(function*() {
-      const failing = yield* start([turn.text("never")], [], { transformContext: () => Effect.die(new Error("compactor broke")) })
+      const failing = yield* start([turn.text("never")], [], {
+        transformContext: () => Effect.die(new Error("compactor broke"))
+      })
       const a = yield* failing.finish
       assert.match(a.result.error!, /transformContext failed: compactor broke/)
       assert.strictEqual(a.requests.length, 0)
@@ -568,8 +606,15 @@ describe("usage", () => {
     Effect.gen(function*() {
       const run = yield* start(
         [
-          turn.message(assistant("toolUse", { calls: [toolCall("a", "e")], usage: { input: 100, output: 20, cacheRead: 50 } })),
-          turn.message(assistant("toolUse", { calls: [toolCall("b", "e")], usage: { input: 1, output: 2, cacheRead: 3, cacheWrite: 4 } })),
+          turn.message(
+            assistant("toolUse", { calls: [toolCall("a", "e")], usage: { input: 100, output: 20, cacheRead: 50 } })
+          ),
+          turn.message(
+            assistant("toolUse", {
+              calls: [toolCall("b", "e")],
+              usage: { input: 1, output: 2, cacheRead: 3, cacheWrite: 4 }
+            })
+          ),
           turn.text("done", { input: 130, output: 5, cacheWrite: 6 })
         ],
         [echoTool("e")]
@@ -583,7 +628,9 @@ describe("usage", () => {
     Effect.gen(function*() {
       const run = yield* start(
         [
-          turn.message(assistant("toolUse", { calls: [toolCall("a", "e")], usage: { input: 10, output: 2, cost: 0.25 } })),
+          turn.message(
+            assistant("toolUse", { calls: [toolCall("a", "e")], usage: { input: 10, output: 2, cost: 0.25 } })
+          ),
           turn.message(assistant("toolUse", { calls: [toolCall("b", "e")], usage: { input: 10, output: 2 } })),
           turn.text("done", { input: 10, output: 2, cost: 0.5 })
         ],
@@ -621,7 +668,9 @@ describe("tracing", () => {
       const { spans, tracer } = recordingTracer()
       const run = yield* start(
         [
-          turn.message(assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("b", "e")], usage: { input: 7, output: 3 } })),
+          turn.message(
+            assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("b", "e")], usage: { input: 7, output: 3 } })
+          ),
           turn.text("ok")
         ],
         [echoTool("e")]

@@ -1,6 +1,6 @@
-import { assert, describe, it } from "@effect/vitest"
 import { decideTurn, skippedResult, skipText } from "@agentloop/core"
 import type { SkipReason, StopReason, TurnDecision } from "@agentloop/core"
+import { assert, describe, it } from "@effect/vitest"
 
 const finish = (decision: TurnDecision) => {
   assert.strictEqual(decision._tag, "Finish")

@@ -1,7 +1,7 @@
 /** `ModelError`: a message is all it needs; providers may say why, with the status and the retries. */
+import { ModelError, ToolError } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { ModelError, ToolError } from "@agentloop/core"
 
 describe("ModelError", () => {
   it("is built from a message alone, as SPEC §7 shows", () => {
@@ -13,7 +13,13 @@ describe("ModelError", () => {
   })
 
   it("carries the reason, the status and the retries when a provider knows them", () => {
-    const error = new ModelError({ message: "slow down", reason: "rate_limit", status: 429, retried: true, attempts: 4 })
+    const error = new ModelError({
+      message: "slow down",
+      reason: "rate_limit",
+      status: 429,
+      retried: true,
+      attempts: 4
+    })
     assert.deepStrictEqual(
       [error.reason, error.status, error.retried, error.attempts],
       ["rate_limit", 429, true, 4]

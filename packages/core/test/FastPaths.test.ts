@@ -7,12 +7,12 @@
  * in order, and a callback that throws does not break the run; without a tracing backend a run
  * makes no span.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
-import { TestClock } from "effect/testing"
 import { callbackSinkLayer, defineTool, Model, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { LoopEvent, Message, ModelRequest, ToolContext } from "@agentloop/core"
 import { checkInvariants, startScripted, toolCall, turn, user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { TestClock } from "effect/testing"
 
 /** A tool that waits forever and records, in its interrupt finalizer, whether its signal had fired. */
 const stuckTool = (name: string, timeoutMs?: number) => {
@@ -101,7 +101,11 @@ describe("a request over a long transcript", () => {
     Effect.gen(function*() {
       const input = history(1_001)
       const kept: Array<ModelRequest> = []
-      const turns = [turn.toolCalls([toolCall("a", "echo")]), turn.toolCalls([toolCall("b", "echo")]), turn.text("done")]
+      const turns = [
+        turn.toolCalls([toolCall("a", "echo")]),
+        turn.toolCalls([toolCall("b", "echo")]),
+        turn.text("done")
+      ]
       let next = 0
       const model = Layer.succeed(
         Model,
@@ -153,7 +157,9 @@ describe("a request over a long transcript", () => {
         })
       )
       const input = history(401)
-      const result = yield* runAgentLoop({ messages: input }).pipe(Effect.provide(Layer.mergeAll(model, toolExecutorLayer([]))))
+      const result = yield* runAgentLoop({ messages: input }).pipe(
+        Effect.provide(Layer.mergeAll(model, toolExecutorLayer([])))
+      )
       assert.strictEqual(result.reason, "stop")
       assert.strictEqual(reads[0], reads[1])
       assert.deepStrictEqual(reads[0], input)
@@ -188,7 +194,14 @@ describe("the callback sink, called directly", () => {
       const run = yield* startScripted(
         [turn.toolCalls([toolCall("a", "echo")]), turn.text("done")],
         {
-          tools: [defineTool({ name: "echo", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("ok") })],
+          tools: [
+            defineTool({
+              name: "echo",
+              description: "",
+              parameters: Schema.Struct({}),
+              execute: () => Effect.succeed("ok")
+            })
+          ],
           onEvent: (event) => {
             seen.push(event.type)
             if (event.type === "tool_start") throw new Error("sink broke")
@@ -215,7 +228,10 @@ describe("the callback sink, called directly", () => {
           stream: () =>
             Stream.fromIterable([
               { type: "text_delta", delta: "done" },
-              { type: "done", message: { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop" } }
+              {
+                type: "done",
+                message: { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop" }
+              }
             ])
         })
       )
@@ -257,7 +273,12 @@ describe("without a tracing backend", () => {
             }))
         })
       )
-      const echo = defineTool({ name: "echo", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("ok") })
+      const echo = defineTool({
+        name: "echo",
+        description: "",
+        parameters: Schema.Struct({}),
+        execute: () => Effect.succeed("ok")
+      })
       const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
         Effect.provide(Layer.mergeAll(model, toolExecutorLayer([echo]))),
         Effect.withSpan("caller")

@@ -13,10 +13,10 @@
  * The guards of the run's settings and tool definitions only promise the first half (they leave
  * rare shapes to the schema), so they are checked in that direction on hand-made generators.
  */
+import { AssistantMessage, Message, RunSettings, ToolDefinition, ToolResultMessage } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Arbitrary, Effect, Exit, Schema } from "effect"
 import * as fc from "fast-check"
-import { AssistantMessage, Message, RunSettings, ToolDefinition, ToolResultMessage } from "@agentloop/core"
 import {
   isAssistantMessageFast,
   isMessageFast,
@@ -38,7 +38,11 @@ const definition = fc.record(
   { requiredKeys: ["name", "description", "parameters"] }
 )
 const settings = fc.record(
-  { systemPrompt: fc.string(), maxSteps: fc.integer({ min: 1, max: 50 }), signal: fc.constant(new AbortController().signal) },
+  {
+    systemPrompt: fc.string(),
+    maxSteps: fc.integer({ min: 1, max: 50 }),
+    signal: fc.constant(new AbortController().signal)
+  },
   { requiredKeys: [] }
 )
 
@@ -64,7 +68,9 @@ const makeRng = (seed: number): Rng => {
 /** A copy of `value` with one random perturbation somewhere inside. */
 const perturb = (value: unknown, rng: Rng): unknown => {
   if (Array.isArray(value)) {
-    if (value.length === 0 || rng.nextInt(0, 4) === 0) return [...value, oddValues[rng.nextInt(0, oddValues.length - 1)]]
+    if (value.length === 0 || rng.nextInt(0, 4) === 0) {
+      return [...value, oddValues[rng.nextInt(0, oddValues.length - 1)]]
+    }
     const i = rng.nextInt(0, value.length - 1)
     return value.map((v, j) => (j === i ? perturb(v, rng) : v))
   }
@@ -136,14 +142,30 @@ describe("the message guards accept exactly what the message schemas decode", ()
   })
 
   it("a value whose reading throws is not fast-accepted (the schema then reports it)", () => {
-    const throwing = { role: "user", get content(): string { throw new Error("boom") } }
+    const throwing = {
+      role: "user",
+      get content(): string {
+        throw new Error("boom")
+      }
+    }
     assert.isFalse(isMessageFast(throwing))
-    assert.isFalse(isMessageFast(new Proxy({}, { get: () => { throw new Error("boom") } })))
+    assert.isFalse(isMessageFast(
+      new Proxy({}, {
+        get: () => {
+          throw new Error("boom")
+        }
+      })
+    ))
   })
 })
 
 const oneWay = [
-  { name: "Array(ToolDefinition)", arb: fc.array(definition, { maxLength: 3 }), schema: Schema.Array(ToolDefinition), guard: isToolDefinitionsFast },
+  {
+    name: "Array(ToolDefinition)",
+    arb: fc.array(definition, { maxLength: 3 }),
+    schema: Schema.Array(ToolDefinition),
+    guard: isToolDefinitionsFast
+  },
   { name: "RunSettings", arb: settings, schema: RunSettings, guard: isRunSettingsFast }
 ] as const
 

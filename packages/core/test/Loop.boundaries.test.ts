@@ -1,8 +1,17 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, Logger, Queue, Stream } from "effect"
 import { EventSink, Executor, noopSinkLayer, prepareTranscript, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentLoopOptions, Message, ModelEvent, UserMessage } from "@agentloop/core"
-import { assistant, echoTool, makeScriptedModel, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
+import {
+  assistant,
+  echoTool,
+  makeScriptedModel,
+  probeTool,
+  runScripted,
+  toolCall,
+  turn,
+  user
+} from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer, Logger, Queue, Stream } from "effect"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
 
 const callAB = assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("b", "e")] })
@@ -16,17 +25,61 @@ const resultFor = (id: string, text = `${id} result`): Message => ({
 
 describe("bad input ends the run at once (reason error, steps 0, one turn_end, model never called)", () => {
   const cases: ReadonlyArray<{ name: string; messages: ReadonlyArray<unknown>; error: RegExp }> = [
-    { name: "a message with an unknown role", messages: [{ role: "robot", content: "x" }], error: /messages\[0\] is not a valid message/ },
-    { name: "a user message without content", messages: [user("ok"), { role: "user" }], error: /messages\[1\].*content/s },
-    { name: "an assistant message with a bad stopReason", messages: [{ role: "assistant", content: [], stopReason: "done" }], error: /messages\[0\].*stopReason/s },
-    { name: "a tool call without an id", messages: [{ role: "assistant", content: [{ type: "toolCall", id: "", name: "e", arguments: {} }], stopReason: "toolUse" }], error: /messages\[0\].*id/s },
+    {
+      name: "a message with an unknown role",
+      messages: [{ role: "robot", content: "x" }],
+      error: /messages\[0\] is not a valid message/
+    },
+    {
+      name: "a user message without content",
+      messages: [user("ok"), { role: "user" }],
+      error: /messages\[1\].*content/s
+    },
+    {
+      name: "an assistant message with a bad stopReason",
+      messages: [{ role: "assistant", content: [], stopReason: "done" }],
+      error: /messages\[0\].*stopReason/s
+    },
+    {
+      name: "a tool call without an id",
+      messages: [{
+        role: "assistant",
+        content: [{ type: "toolCall", id: "", name: "e", arguments: {} }],
+        stopReason: "toolUse"
+      }],
+      error: /messages\[0\].*id/s
+    },
     { name: "a message that is not an object", messages: [42], error: /messages\[0\]/ },
-    { name: "a tool result with no matching call", messages: [user("hi"), resultFor("zz")], error: /messages\[1\].*orphan/s },
-    { name: "a tool result answering a call the message before did not make", messages: [user("hi"), callAB, resultFor("a"), resultFor("zz")], error: /messages\[3\].*"zz".*orphan/s },
-    { name: "two results for one call", messages: [user("hi"), callAB, resultFor("a"), resultFor("a")], error: /messages\[3\] is a second tool result for call "a"/ },
-    { name: "a result separated from its call by another message", messages: [user("hi"), callAB, user("wait"), resultFor("a")], error: /messages\[3\].*orphan/s },
-    { name: "a result naming another tool than its call", messages: [user("hi"), callAB, { ...resultFor("a"), toolName: "x" }], error: /as tool "x".*"e"/s },
-    { name: "duplicate call ids in one input message", messages: [user("hi"), assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("a", "e")] })], error: /repeats tool call id "a"/ }
+    {
+      name: "a tool result with no matching call",
+      messages: [user("hi"), resultFor("zz")],
+      error: /messages\[1\].*orphan/s
+    },
+    {
+      name: "a tool result answering a call the message before did not make",
+      messages: [user("hi"), callAB, resultFor("a"), resultFor("zz")],
+      error: /messages\[3\].*"zz".*orphan/s
+    },
+    {
+      name: "two results for one call",
+      messages: [user("hi"), callAB, resultFor("a"), resultFor("a")],
+      error: /messages\[3\] is a second tool result for call "a"/
+    },
+    {
+      name: "a result separated from its call by another message",
+      messages: [user("hi"), callAB, user("wait"), resultFor("a")],
+      error: /messages\[3\].*orphan/s
+    },
+    {
+      name: "a result naming another tool than its call",
+      messages: [user("hi"), callAB, { ...resultFor("a"), toolName: "x" }],
+      error: /as tool "x".*"e"/s
+    },
+    {
+      name: "duplicate call ids in one input message",
+      messages: [user("hi"), assistant("toolUse", { calls: [toolCall("a", "e"), toolCall("a", "e")] })],
+      error: /repeats tool call id "a"/
+    }
   ]
   for (const c of cases) {
     it.effect(c.name, () =>
@@ -50,7 +103,12 @@ describe("bad input ends the run at once (reason error, steps 0, one turn_end, m
         const result = yield* runAgentLoop(options as unknown as AgentLoopOptions).pipe(
           Effect.provide(Layer.mergeAll(model.layer, noopSinkLayer, toolExecutorLayer([])))
         )
-        assert.deepStrictEqual(result, { messages: [], steps: 0, reason: "error", error: "bad input: options must be an object" })
+        assert.deepStrictEqual(result, {
+          messages: [],
+          steps: 0,
+          reason: "error",
+          error: "bad input: options must be an object"
+        })
         assert.strictEqual((yield* model.requests).length, 0)
       }
       const a = yield* runScripted([turn.text("never")], { messages: "hi" as never })
@@ -93,7 +151,9 @@ describe("dangling calls in the input are repaired, not rejected", () => {
 
   it.effect("results in any order within their block are put into call order", () =>
     Effect.gen(function*() {
-      const run = yield* runScripted([turn.text("ok")], { messages: [user("hi"), callAB, resultFor("b"), resultFor("a")] })
+      const run = yield* runScripted([turn.text("ok")], {
+        messages: [user("hi"), callAB, resultFor("b"), resultFor("a")]
+      })
       assertSound(run)
       assert.deepStrictEqual(results(run.requests[0]!.messages).map((r) => r.toolCallId), ["a", "b"])
     }))
@@ -123,9 +183,29 @@ describe("dangling calls in the input are repaired, not rejected", () => {
 
 describe("the model's final message is checked before it is appended", () => {
   const malformed: ReadonlyArray<{ name: string; message: unknown; error: RegExp }> = [
-    { name: "a tool call without an id", message: { role: "assistant", content: [{ type: "toolCall", name: "e", arguments: {} }], stopReason: "toolUse" }, error: /malformed.*id/s },
-    { name: "arguments that are not an object", message: { role: "assistant", content: [{ type: "toolCall", id: "a", name: "e", arguments: "{\"x\":1}" }], stopReason: "toolUse" }, error: /malformed.*arguments/s },
-    { name: "arguments that are an array", message: { role: "assistant", content: [{ type: "toolCall", id: "a", name: "e", arguments: [1] }], stopReason: "toolUse" }, error: /malformed.*arguments/s },
+    {
+      name: "a tool call without an id",
+      message: { role: "assistant", content: [{ type: "toolCall", name: "e", arguments: {} }], stopReason: "toolUse" },
+      error: /malformed.*id/s
+    },
+    {
+      name: "arguments that are not an object",
+      message: {
+        role: "assistant",
+        content: [{ type: "toolCall", id: "a", name: "e", arguments: "{\"x\":1}" }],
+        stopReason: "toolUse"
+      },
+      error: /malformed.*arguments/s
+    },
+    {
+      name: "arguments that are an array",
+      message: {
+        role: "assistant",
+        content: [{ type: "toolCall", id: "a", name: "e", arguments: [1] }],
+        stopReason: "toolUse"
+      },
+      error: /malformed.*arguments/s
+    },
     { name: "a missing stopReason", message: { role: "assistant", content: [] }, error: /malformed.*stopReason/s },
     { name: "a wrong role", message: { role: "user", content: "hi", stopReason: "stop" }, error: /malformed/ },
     { name: "null", message: null, error: /malformed/ }
@@ -160,10 +240,22 @@ describe("the model's final message is checked before it is appended", () => {
 
 describe("model streams that misbehave end the run error", () => {
   const cases = [
-    { name: "a typed ModelError", script: turn.failing("HTTP 500: upstream", ["partial"]), error: /^model error: HTTP 500: upstream$/ },
+    {
+      name: "a typed ModelError",
+      script: turn.failing("HTTP 500: upstream", ["partial"]),
+      error: /^model error: HTTP 500: upstream$/
+    },
     { name: "a defect", script: turn.dying(new Error("socket hang up")), error: /^model stream died: socket hang up$/ },
-    { name: "Model.stream throwing", script: turn.throwing(new Error("bad config")), error: /^model stream died: bad config$/ },
-    { name: "a stream with no final message", script: turn.events([{ type: "text_delta", delta: "a" }]), error: /^model stream ended without a final message$/ },
+    {
+      name: "Model.stream throwing",
+      script: turn.throwing(new Error("bad config")),
+      error: /^model stream died: bad config$/
+    },
+    {
+      name: "a stream with no final message",
+      script: turn.events([{ type: "text_delta", delta: "a" }]),
+      error: /^model stream ended without a final message$/
+    },
     { name: "an empty stream", script: turn.events([]), error: /^model stream ended without a final message$/ }
   ]
   for (const c of cases) {
@@ -181,7 +273,12 @@ describe("model streams that misbehave end the run error", () => {
   it.effect("a stream that interrupts itself: the run ends error saying so, nothing partial appended", () =>
     Effect.gen(function*() {
       const run = yield* runScripted([
-        turn.custom(() => Stream.concat(Stream.make<Array<ModelEvent>>({ type: "text_delta", delta: "par" }), Stream.fromEffect(Effect.interrupt)))
+        turn.custom(() =>
+          Stream.concat(
+            Stream.make<Array<ModelEvent>>({ type: "text_delta", delta: "par" }),
+            Stream.fromEffect(Effect.interrupt)
+          )
+        )
       ])
       assertSound(run)
       assert.strictEqual(run.result.reason, "error")
@@ -193,7 +290,10 @@ describe("model streams that misbehave end the run error", () => {
     Effect.gen(function*() {
       const first = assistant("stop", { text: "first" })
       const run = yield* runScripted([
-        turn.events([{ type: "done", message: first }, { type: "done", message: assistant("stop", { text: "second" }) }])
+        turn.events([{ type: "done", message: first }, {
+          type: "done",
+          message: assistant("stop", { text: "second" })
+        }])
       ])
       assertSound(run)
       assert.strictEqual(run.result.messages[1], first)
@@ -230,10 +330,13 @@ describe("tool arguments are decoded before the tool runs (through the loop)", (
 
   it.effect("executor definitions that are not tool definitions end the run error naming the problem", () =>
     Effect.gen(function*() {
-      const executor = Layer.succeed(Executor, Executor.of({
-        definitions: [{ name: "a", description: "" }] as never,
-        execute: () => Effect.die("unused")
-      }))
+      const executor = Layer.succeed(
+        Executor,
+        Executor.of({
+          definitions: [{ name: "a", description: "" }] as never,
+          execute: () => Effect.die("unused")
+        })
+      )
       const run = yield* runScripted([turn.text("never")], { executor })
       assertSound(run)
       assert.strictEqual(run.result.reason, "error")
@@ -261,10 +364,13 @@ describe("tool arguments are decoded before the tool runs (through the loop)", (
 
   it.effect("invalid executor definitions end the run error before any request", () =>
     Effect.gen(function*() {
-      const executor = Layer.succeed(Executor, Executor.of({
-        definitions: [{ name: "a", description: "", parameters: {} }, { name: "a", description: "", parameters: {} }],
-        execute: () => Effect.die("unused")
-      }))
+      const executor = Layer.succeed(
+        Executor,
+        Executor.of({
+          definitions: [{ name: "a", description: "", parameters: {} }, { name: "a", description: "", parameters: {} }],
+          execute: () => Effect.die("unused")
+        })
+      )
       const run = yield* runScripted([turn.text("never")], { executor })
       assert.strictEqual(run.result.reason, "error")
       assert.match(run.result.error!, /defines tool "a" twice/)
@@ -301,12 +407,15 @@ describe("an EventSink that breaks never breaks the run", () => {
     Effect.gen(function*() {
       const logged: Array<{ readonly message: unknown; readonly cause: Cause.Cause<unknown> }> = []
       const logger = Logger.make((options) => void logged.push({ message: options.message, cause: options.cause }))
-      const throwing = Layer.succeed(EventSink, EventSink.of({
-        emit: (event) => {
-          if (event.type === "tool_start") throw new Error("ui crashed")
-          return Effect.void
-        }
-      }))
+      const throwing = Layer.succeed(
+        EventSink,
+        EventSink.of({
+          emit: (event) => {
+            if (event.type === "tool_start") throw new Error("ui crashed")
+            return Effect.void
+          }
+        })
+      )
       const probe = probeTool(echoTool("e"))
       const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "e")]), turn.text("ok")])
       const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
@@ -316,7 +425,9 @@ describe("an EventSink that breaks never breaks the run", () => {
       assert.strictEqual(yield* probe.executions, 1)
       assert.deepStrictEqual(results(result.messages).map((r) => r.isError), [false])
       assert.strictEqual(logged.length, 1)
-      assert.deepStrictEqual(logged[0]!.message, ["agentloop: EventSink.emit failed on a \"tool_start\" event; the run goes on"])
+      assert.deepStrictEqual(logged[0]!.message, [
+        "agentloop: EventSink.emit failed on a \"tool_start\" event; the run goes on"
+      ])
       assert.match(Cause.pretty(logged[0]!.cause), /ui crashed/)
     }))
 })

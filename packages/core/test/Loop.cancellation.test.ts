@@ -1,6 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
-import { TestClock } from "effect/testing"
 import { callbackSinkLayer, DEFAULT_MAX_STEPS, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentLoopOptions, AnyTool, LoopEvent, ModelEvent } from "@agentloop/core"
 import {
@@ -19,6 +16,9 @@ import {
   user
 } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { assertSound, results, roles, settle, textOf } from "./helpers.ts"
 
 /** Starts a scripted run in the background; `onEvent` may abort. */
@@ -187,7 +187,11 @@ describe("cancellation", () => {
       yield* TestClock.adjust("5 seconds")
       const exit = yield* Fiber.join(fiber)
       assert.isTrue(Exit.isFailure(exit))
-      assert.deepStrictEqual(events.filter((e) => e.type === "turn_end"), [{ type: "turn_end", reason: "aborted", steps: 1 }])
+      assert.deepStrictEqual(events.filter((e) => e.type === "turn_end"), [{
+        type: "turn_end",
+        reason: "aborted",
+        steps: 1
+      }])
       assert.deepStrictEqual(yield* probe.interruptedIds, ["s"])
       assert.deepStrictEqual(checkInvariants({ events, requests: yield* model.requests }), [])
     }))

@@ -1,13 +1,11 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { callbackSinkLayer, Executor, runAgentLoop, ToolError, toolExecutorLayer } from "@agentloop/core"
 import type { LoopEvent, ToolResultMessage } from "@agentloop/core"
 import {
   checkInvariants,
   dyingTool,
   echoTool,
-  fakeTool,
   failingTool,
+  fakeTool,
   interruptingTool,
   makeGatedTool,
   makeScriptedModel,
@@ -18,6 +16,8 @@ import {
   turn,
   user
 } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { assertSound, results, textOf } from "./helpers.ts"
 
 describe("concurrent tools", () => {
@@ -98,7 +98,11 @@ describe("concurrent tools", () => {
   const failures = [
     { name: "typed failure", tool: failingTool("bad", "disk full"), text: /failed: disk full/ },
     { name: "defect", tool: dyingTool("bad", new Error("kaboom")), text: /crashed: kaboom/ },
-    { name: "synchronous throw from execute", tool: throwingTool("bad", new TypeError("cannot read x")), text: /crashed: cannot read x/ },
+    {
+      name: "synchronous throw from execute",
+      tool: throwingTool("bad", new TypeError("cannot read x")),
+      text: /crashed: cannot read x/
+    },
     { name: "self-interruption", tool: interruptingTool("bad"), text: /interrupted/ }
   ]
   for (const f of failures) {
@@ -127,7 +131,12 @@ describe("concurrent tools", () => {
       })
       assertSound(run)
       const toolEvents = run.events.filter((e) => e.type.startsWith("tool"))
-      assert.deepStrictEqual(toolEvents.map((e) => e.type), ["tool_start", "tool_progress", "tool_progress", "tool_end"])
+      assert.deepStrictEqual(toolEvents.map((e) => e.type), [
+        "tool_start",
+        "tool_progress",
+        "tool_progress",
+        "tool_end"
+      ])
       assert.deepStrictEqual(toolEvents[1], { type: "tool_progress", toolCallId: "p", progress: { pct: 50 } })
     }))
   it.effect("reportProgress after the call has ended is ignored", () =>
@@ -140,7 +149,9 @@ describe("concurrent tools", () => {
       const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "leaky")]), turn.text("ok")])
       const events: Array<LoopEvent> = []
       yield* runAgentLoop({ messages: [user("go")] }).pipe(
-        Effect.provide(Layer.mergeAll(model.layer, callbackSinkLayer((e) => void events.push(e)), toolExecutorLayer([tool])))
+        Effect.provide(
+          Layer.mergeAll(model.layer, callbackSinkLayer((e) => void events.push(e)), toolExecutorLayer([tool]))
+        )
       )
       const before = events.length
       yield* late!("too late")
@@ -158,11 +169,29 @@ describe("a misbehaving executor cannot break pairing", () => {
     isError: false
   }
   const executors: ReadonlyArray<{ name: string; execute: () => unknown; text: RegExp }> = [
-    { name: "a result for another call id", execute: () => Effect.succeed({ ...good, toolCallId: "zzz" }), text: /another call/ },
-    { name: "a result naming another tool", execute: () => Effect.succeed({ ...good, toolName: "other" }), text: /another call/ },
-    { name: "a result that fails the schema", execute: () => Effect.succeed({ role: "toolResult", toolCallId: "c1" }), text: /malformed result/ },
+    {
+      name: "a result for another call id",
+      execute: () => Effect.succeed({ ...good, toolCallId: "zzz" }),
+      text: /another call/
+    },
+    {
+      name: "a result naming another tool",
+      execute: () => Effect.succeed({ ...good, toolName: "other" }),
+      text: /another call/
+    },
+    {
+      name: "a result that fails the schema",
+      execute: () => Effect.succeed({ role: "toolResult", toolCallId: "c1" }),
+      text: /malformed result/
+    },
     { name: "a value that is not an Effect", execute: () => "ok", text: /not an Effect/ },
-    { name: "a synchronous throw", execute: () => { throw new Error("executor blew up") }, text: /executor blew up/ },
+    {
+      name: "a synchronous throw",
+      execute: () => {
+        throw new Error("executor blew up")
+      },
+      text: /executor blew up/
+    },
     { name: "a ToolError", execute: () => Effect.fail(new ToolError({ message: "denied" })), text: /failed: denied/ }
   ]
   for (const e of executors) {

@@ -6,11 +6,11 @@
  * each, the three invariants must hold (every call paired, every appended message announced,
  * exactly one `turn_end`), whichever kind of sink the events go to.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Layer, Scheduler } from "effect"
 import { callbackSinkLayer, EventSink, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentRunResult, LoopEvent, Message } from "@agentloop/core"
 import { assistant, checkInvariants, fakeTool, makeScriptedModel, toolCall, turn, user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Fiber, Layer, Scheduler } from "effect"
 
 type SinkKind = "callback" | "callback returning an effect" | "effect sink"
 

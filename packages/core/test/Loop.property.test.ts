@@ -7,9 +7,6 @@
  * (`checkInvariants` checks the children it finds in the details), and a run ends `stop` with an
  * output schema only with its accepted answer.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Queue, Schema } from "effect"
-import * as fc from "fast-check"
 import {
   allow,
   ask,
@@ -24,8 +21,20 @@ import {
   toolExecutorLayer
 } from "@agentloop/core"
 import type { AgentRunResult, LoopEvent, Message, ToolCall, ToolPolicy, UserMessage } from "@agentloop/core"
-import { assistant, checkInvariants, fakeTool, makeScriptedModel, probeTool, toolCall, turn, user } from "@agentloop/testkit"
+import {
+  assistant,
+  checkInvariants,
+  fakeTool,
+  makeScriptedModel,
+  probeTool,
+  toolCall,
+  turn,
+  user
+} from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Queue, Schema } from "effect"
+import * as fc from "fast-check"
 
 const outcomes = ["ok", "fail", "die", "throw", "interrupt", "badResult"] as const
 type Outcome = typeof outcomes[number]
@@ -49,17 +58,45 @@ type ChildTurnSpec =
 
 const callSpec = fc.record({ outcome: fc.constantFrom(...outcomes), yields: fc.nat({ max: 6 }) })
 const turnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
-  { weight: 6, arbitrary: fc.record({ kind: fc.constant("toolUse" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 5 }) }) },
-  { weight: 2, arbitrary: fc.constantFrom("text", "toolUseNoCalls", "failStream", "dieStream", "noDone", "malformed", "dupIds").map((kind) => ({ kind })) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constantFrom("stopCalls", "length", "error", "aborted"), calls: fc.nat({ max: 3 }) }) }
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant("toolUse" as const),
+      calls: fc.array(callSpec, { minLength: 1, maxLength: 5 })
+    })
+  },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom("text", "toolUseNoCalls", "failStream", "dieStream", "noDone", "malformed", "dupIds")
+      .map((kind) => ({ kind }))
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constantFrom("stopCalls", "length", "error", "aborted"),
+      calls: fc.nat({ max: 3 })
+    })
+  }
 )
 const childTurnSpec: fc.Arbitrary<ChildTurnSpec> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant("toolUse" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 3 }) }) },
-  { weight: 3, arbitrary: fc.constantFrom("text", "failStream", "dieStream", "answer", "badAnswer").map((kind) => ({ kind })) }
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant("toolUse" as const),
+      calls: fc.array(callSpec, { minLength: 1, maxLength: 3 })
+    })
+  },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom("text", "failStream", "dieStream", "answer", "badAnswer").map((kind) => ({ kind }))
+  }
 )
 const outputTurnSpec: fc.Arbitrary<TurnSpec> = fc.oneof(
   fc.constantFrom("answer", "badAnswer").map((kind) => ({ kind })),
-  fc.record({ kind: fc.constant("answerWithCalls" as const), calls: fc.array(callSpec, { minLength: 1, maxLength: 2 }) }),
+  fc.record({
+    kind: fc.constant("answerWithCalls" as const),
+    calls: fc.array(callSpec, { minLength: 1, maxLength: 2 })
+  }),
   fc.record({
     kind: fc.constant("delegate" as const),
     agents: fc.integer({ min: 1, max: 3 }),
@@ -114,7 +151,10 @@ const scripted = (spec: TurnSpec, index: number): { turn: ScriptedTurn; executab
     case "noDone":
       return { turn: turn.events([{ type: "text_delta", delta: "x" }]), executable: [] }
     case "malformed":
-      return { turn: turn.message({ role: "assistant", content: [{ type: "toolCall", id: "x", arguments: 1 }] }), executable: [] }
+      return {
+        turn: turn.message({ role: "assistant", content: [{ type: "toolCall", id: "x", arguments: 1 }] }),
+        executable: []
+      }
     case "dupIds":
       return { turn: turn.toolCalls([toolCall(`t${index}d`, "t"), toolCall(`t${index}d`, "t")]), executable: [] }
     case "stopCalls":
@@ -275,20 +315,28 @@ const runCase = (spec: CaseSpec) =>
       if (executed.length > 0) violations.push(`denied or unanswered calls executed: ${executed.join(",")}`)
     }
     if (requests.length > spec.maxSteps) violations.push(`${requests.length} requests for maxSteps ${spec.maxSteps}`)
-    if (spec.stop.kind === "abort" && spec.stop.atEvent === 0 && requests.length > 0) violations.push("pre-aborted run called the model")
-    if (result !== undefined && result.messages.length < input.length) violations.push("the transcript lost input messages")
+    if (spec.stop.kind === "abort" && spec.stop.atEvent === 0 && requests.length > 0) {
+      violations.push("pre-aborted run called the model")
+    }
+    if (result !== undefined && result.messages.length < input.length) {
+      violations.push("the transcript lost input messages")
+    }
     if (result !== undefined) {
       const last = result.messages.at(-1)
       const answered = last?.role === "toolResult" && !last.isError && isAcceptedAnswer(last.details)
       if (spec.output && result.reason === "stop") {
         if (!answered) violations.push("a run with an output schema ended stop without an accepted answer last")
-        if (JSON.stringify(result.output) !== JSON.stringify({ n: 1 })) violations.push("stop without the decoded answer")
+        if (JSON.stringify(result.output) !== JSON.stringify({ n: 1 })) {
+          violations.push("stop without the decoded answer")
+        }
         const asked = result.messages.findLast((m) => m.role === "assistant")
         if (asked?.role === "assistant" && asked.content.filter((c) => c.type === "toolCall").length !== 1) {
           violations.push("an answer given alongside other calls was accepted")
         }
       }
-      if ((!spec.output || result.reason !== "stop") && "output" in result) violations.push("output given without a stop")
+      if ((!spec.output || result.reason !== "stop") && "output" in result) {
+        violations.push("output given without a stop")
+      }
       if (!spec.output && answered) violations.push("an answer was accepted in a run without an output schema")
     }
     return violations
@@ -299,22 +347,27 @@ const runCase = (spec: CaseSpec) =>
  * its seed and path: AGENTLOOP_PROPERTY_SEED and AGENTLOOP_PROPERTY_PATH replay it.
  */
 const numRuns = Number(process.env["AGENTLOOP_PROPERTY_RUNS"] ?? 600)
-const replay: { readonly seed?: number; readonly path?: string } = process.env["AGENTLOOP_PROPERTY_SEED"] === undefined ? {} : {
-  seed: Number(process.env["AGENTLOOP_PROPERTY_SEED"]),
-  ...(process.env["AGENTLOOP_PROPERTY_PATH"] === undefined ? {} : { path: process.env["AGENTLOOP_PROPERTY_PATH"] })
-}
+const replay: { readonly seed?: number; readonly path?: string } =
+  process.env["AGENTLOOP_PROPERTY_SEED"] === undefined ? {} : {
+    seed: Number(process.env["AGENTLOOP_PROPERTY_SEED"]),
+    ...(process.env["AGENTLOOP_PROPERTY_PATH"] === undefined ? {} : { path: process.env["AGENTLOOP_PROPERTY_PATH"] })
+  }
 
 describe("property: invariants hold for generated scripts", () => {
-  it(`holds for ${numRuns} random scripts, tool outcomes, completion orders, abort points and step limits`, async () => {
-    let cases = 0
-    await fc.assert(
-      fc.asyncProperty(caseSpec, async (spec) => {
-        cases++
-        const violations = await Effect.runPromise(runCase(spec))
-        assert.deepStrictEqual(violations, [])
-      }),
-      { numRuns, ...replay }
-    )
-    if (replay.seed === undefined) assert.isAtLeast(cases, numRuns)
-  }, 600_000)
+  it(
+    `holds for ${numRuns} random scripts, tool outcomes, completion orders, abort points and step limits`,
+    async () => {
+      let cases = 0
+      await fc.assert(
+        fc.asyncProperty(caseSpec, async (spec) => {
+          cases++
+          const violations = await Effect.runPromise(runCase(spec))
+          assert.deepStrictEqual(violations, [])
+        }),
+        { numRuns, ...replay }
+      )
+      if (replay.seed === undefined) assert.isAtLeast(cases, numRuns)
+    },
+    600_000
+  )
 })

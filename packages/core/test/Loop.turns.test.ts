@@ -1,8 +1,8 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
 import { defineTool, toolExecutorLayer } from "@agentloop/core"
 import type { AssistantMessage } from "@agentloop/core"
 import { assistant, echoTool, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
 import { assertSound, eventTypes, results, roles, textOf } from "./helpers.ts"
 
 describe("plain text stop", () => {
@@ -29,7 +29,9 @@ describe("plain text stop", () => {
         "assistant_message",
         "turn_end"
       ])
-      const deltas = run.events.flatMap((e) => e.type === "model_event" && e.event.type === "text_delta" ? [e.event.delta] : [])
+      const deltas = run.events.flatMap((e) =>
+        e.type === "model_event" && e.event.type === "text_delta" ? [e.event.delta] : []
+      )
       assert.deepStrictEqual(deltas, ["a", "b", "c"])
       assert.isFalse(run.events.some((e) => e.type === "model_event" && e.event.type === "done"))
       assert.strictEqual(run.result.messages.length, 2)
@@ -119,9 +121,24 @@ describe("single tool roundtrip", () => {
 
 describe("non-executing terminals", () => {
   const cases = [
-    { name: "stop with calls", script: turn.message(assistant("stop", { calls: [toolCall("c1", "t", {})] })), reason: "error", skip: "unexpected-stop" },
-    { name: "length (arguments that parse)", script: turn.truncated([toolCall("c1", "t", { path: "a.txt" })]), reason: "length", skip: "length" },
-    { name: "error", script: turn.error("provider exploded", [toolCall("c1", "t", {})]), reason: "error", skip: "error" },
+    {
+      name: "stop with calls",
+      script: turn.message(assistant("stop", { calls: [toolCall("c1", "t", {})] })),
+      reason: "error",
+      skip: "unexpected-stop"
+    },
+    {
+      name: "length (arguments that parse)",
+      script: turn.truncated([toolCall("c1", "t", { path: "a.txt" })]),
+      reason: "length",
+      skip: "length"
+    },
+    {
+      name: "error",
+      script: turn.error("provider exploded", [toolCall("c1", "t", {})]),
+      reason: "error",
+      skip: "error"
+    },
     { name: "aborted", script: turn.aborted([toolCall("c1", "t", {})]), reason: "aborted", skip: "aborted" }
   ] as const
 

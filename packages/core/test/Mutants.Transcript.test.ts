@@ -3,7 +3,6 @@
  * large batches (more than 8 calls, looked up by id), transcripts the fast path must hand to the
  * full procedure, values whose reading throws, and each violation `pairingViolations` reports.
  */
-import { assert, describe, it } from "@effect/vitest"
 import {
   checkAssistantMessage,
   checkToolResult,
@@ -14,6 +13,7 @@ import {
 } from "@agentloop/core"
 import type { Message, ToolCall, ToolResultMessage } from "@agentloop/core"
 import { assistant, toolCall, user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
 
 const resultFor = (call: ToolCall, text = `${call.id} result`): ToolResultMessage => ({
   role: "toolResult",
@@ -37,8 +37,7 @@ const rejected = (input: ReadonlyArray<unknown>): string => {
   return checked.error
 }
 
-const ids = (messages: ReadonlyArray<Message>) =>
-  messages.map((m) => m.role === "toolResult" ? m.toolCallId : m.role)
+const ids = (messages: ReadonlyArray<Message>) => messages.map((m) => m.role === "toolResult" ? m.toolCallId : m.role)
 
 describe("duplicate call ids, in batches of any size", () => {
   for (const n of [2, 8, 9, 20]) {
@@ -82,7 +81,12 @@ describe("prepareTranscript: transcripts the fast path hands to the full procedu
 
   it("a batch of 9 calls whose last result is missing: that call is paired with a skipped result (interrupted)", () => {
     const batch = calls(9)
-    const out = prepared([user("hi"), assistant("toolUse", { calls: batch }), ...batch.slice(0, 8).map((c) => resultFor(c)), user("go on")])
+    const out = prepared([
+      user("hi"),
+      assistant("toolUse", { calls: batch }),
+      ...batch.slice(0, 8).map((c) => resultFor(c)),
+      user("go on")
+    ])
     assert.deepStrictEqual(ids(out), ["user", "assistant", ...batch.map((c) => c.id), "user"])
     const last = out[10] as ToolResultMessage
     assert.deepStrictEqual(last.details, { skipped: true, reason: "interrupted" })
@@ -96,7 +100,10 @@ describe("prepareTranscript: transcripts the fast path hands to the full procedu
       ...batch.slice(0, 8).map((c) => resultFor(c)),
       resultFor(toolCall("zz", "e"))
     ])
-    assert.match(error, /^messages\[10\] is a tool result for call "zz", which the assistant message before it did not make/)
+    assert.match(
+      error,
+      /^messages\[10\] is a tool result for call "zz", which the assistant message before it did not make/
+    )
   })
 
   it("results for two calls with one id are refused, even when each call has a result", () => {
@@ -107,7 +114,12 @@ describe("prepareTranscript: transcripts the fast path hands to the full procedu
 
   it("a result for the only call of a message, naming another tool, is refused", () => {
     const a = toolCall("a", "e")
-    const error = rejected([user("hi"), assistant("toolUse", { calls: [a] }), { ...resultFor(a), toolName: "x" }, user("go on")])
+    const error = rejected([
+      user("hi"),
+      assistant("toolUse", { calls: [a] }),
+      { ...resultFor(a), toolName: "x" },
+      user("go on")
+    ])
     assert.strictEqual(error, "messages[2] answers call \"a\" as tool \"x\", but that call is to \"e\"")
   })
 
@@ -155,9 +167,12 @@ describe("pairingViolations names every way a transcript breaks pairing", () => 
   })
 
   it("a result beyond the calls of its message", () => {
-    assert.deepStrictEqual(pairingViolations([user("hi"), callAB, resultFor(a), resultFor(b), resultFor(toolCall("x", "e"))]), [
-      "messages[4]: extra tool result for \"x\""
-    ])
+    assert.deepStrictEqual(
+      pairingViolations([user("hi"), callAB, resultFor(a), resultFor(b), resultFor(toolCall("x", "e"))]),
+      [
+        "messages[4]: extra tool result for \"x\""
+      ]
+    )
   })
 
   it("results out of call order", () => {
@@ -216,7 +231,11 @@ describe("results built for and checked against a call", () => {
   })
 
   it("a schema error of several lines is indented under the line that names the problem", () => {
-    const checked = checkAssistantMessage({ role: "assistant", content: [{ type: "toolCall", id: "a" }], stopReason: "stop" })
+    const checked = checkAssistantMessage({
+      role: "assistant",
+      content: [{ type: "toolCall", id: "a" }],
+      stopReason: "stop"
+    })
     assert.isFalse(checked.ok)
     if (!checked.ok) {
       const [first, ...rest] = checked.error.split("\n")
@@ -224,7 +243,11 @@ describe("results built for and checked against a call", () => {
       assert.isAbove(rest.length, 0, checked.error)
       for (const line of rest) assert.match(line, /^ {2}/, checked.error)
     }
-    const input = prepareTranscript([user("hi"), { role: "assistant", content: [{ type: "toolCall", id: "a" }], stopReason: "stop" }])
+    const input = prepareTranscript([user("hi"), {
+      role: "assistant",
+      content: [{ type: "toolCall", id: "a" }],
+      stopReason: "stop"
+    }])
     assert.isFalse(input.ok)
     if (!input.ok) {
       const [first, ...rest] = input.error.split("\n")

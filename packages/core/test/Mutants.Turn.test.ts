@@ -3,13 +3,13 @@
  * shape, and the `errorReason` taken from a typed `ModelError` (found unpinned by mutation
  * testing).
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Stream } from "effect"
 import { Model, ModelError } from "@agentloop/core"
 import type { LoopEvent, ModelEvent, ModelRequest } from "@agentloop/core"
+import { assistant, user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Stream } from "effect"
 import { streamTurn } from "../src/internal/turn.ts"
 import type { TurnOutcome } from "../src/internal/turn.ts"
-import { assistant, user } from "@agentloop/testkit"
 
 const request: ModelRequest = { messages: [user("go")], tools: [] }
 

@@ -1,20 +1,20 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Queue, Schema } from "effect"
 import {
   allowAll,
   deny,
   FINAL_ANSWER_TOOL,
   outputSchema,
-  outputSchemaFromJson,
   OutputSchemaError,
+  outputSchemaFromJson,
   runAgentLoop,
   startAgentLoop,
   toolExecutorLayer
 } from "@agentloop/core"
 import type { Message, ToolResultMessage, UserMessage } from "@agentloop/core"
 import { echoTool, makeScriptedModel, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
-import { assertSound, results, roles, textOf } from "./helpers.ts"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Queue, Schema } from "effect"
 import { MAX_SCHEMA_DEPTH } from "../src/internal/jsonSchema.ts"
+import { assertSound, results, roles, textOf } from "./helpers.ts"
 
 const Person = Schema.Struct({ name: Schema.String, age: Schema.Number })
 
@@ -93,7 +93,9 @@ describe("structured output", () => {
 
   it.effect("the schema's own decoding runs after the JSON Schema check (a check JSON Schema cannot express)", () =>
     Effect.gen(function*() {
-      const Even = Schema.Struct({ n: Schema.Number.check(Schema.makeFilter((n: number) => n % 2 === 0 || "an even number")) })
+      const Even = Schema.Struct({
+        n: Schema.Number.check(Schema.makeFilter((n: number) => n % 2 === 0 || "an even number"))
+      })
       const run = yield* runScripted([turn.finalAnswer("f1", { n: 3 }), turn.finalAnswer("f2", { n: 4 })], {
         output: Even
       })
@@ -171,7 +173,10 @@ describe("structured output", () => {
 
   it.effect("text-only turns past the bound end the run error; no repair message is left unanswered", () =>
     Effect.gen(function*() {
-      const run = yield* runScripted([turn.text("Ada."), turn.text("Ada, really.")], { output: Person, outputRetries: 1 })
+      const run = yield* runScripted([turn.text("Ada."), turn.text("Ada, really.")], {
+        output: Person,
+        outputRetries: 1
+      })
       assertSound(run)
       assert.strictEqual(run.result.reason, "error")
       assert.strictEqual(run.result.steps, 2)
@@ -192,7 +197,14 @@ describe("structured output", () => {
       ], { output: Person, followUps })
       assertSound(run)
       assert.strictEqual(run.result.reason, "stop")
-      assert.deepStrictEqual(roles(run.result.messages), ["user", "assistant", "toolResult", "user", "assistant", "toolResult"])
+      assert.deepStrictEqual(roles(run.result.messages), [
+        "user",
+        "assistant",
+        "toolResult",
+        "user",
+        "assistant",
+        "toolResult"
+      ])
       assert.deepStrictEqual(run.result.output, { name: "Eve", age: 40 })
     }))
 
@@ -210,7 +222,9 @@ describe("structured output", () => {
 
   it.effect("the answer is decoded from its JSON form (a date given as a string is a Date)", () =>
     Effect.gen(function*() {
-      const run = yield* runScripted([turn.finalAnswer("f1", { due: "2026-12-01T00:00:00.000Z" }, { name: "deadline" })], {
+      const run = yield* runScripted([
+        turn.finalAnswer("f1", { due: "2026-12-01T00:00:00.000Z" }, { name: "deadline" })
+      ], {
         output: outputSchema(Schema.Struct({ due: Schema.Date }), { name: "deadline" })
       })
       assertSound(run)
@@ -255,7 +269,10 @@ describe("structured output", () => {
           "model providers need a self-contained JSON Schema"
       )
       const notASchema = yield* runScripted([], { output: "a string" as never })
-      assert.strictEqual(notASchema.result.error, "bad input: Expected an effect Schema or an OutputSchema\n  at [\"output\"]")
+      assert.strictEqual(
+        notASchema.result.error,
+        "bad input: Expected an effect Schema or an OutputSchema\n  at [\"output\"]"
+      )
     }))
 
   it.effect("outputRetries that is not a non-negative integer is bad input", () =>
@@ -304,7 +321,10 @@ describe("resuming a transcript with final answers", () => {
     Effect.gen(function*() {
       const first = yield* runScripted([turn.finalAnswer("f1", { name: "Ada", age: 36 })], { output: Person })
       const messages = [...first.result.messages, user("and her sister?")]
-      const resumed = yield* runScripted([turn.finalAnswer("f2", { name: "Eve", age: 40 })], { output: Person, messages })
+      const resumed = yield* runScripted([turn.finalAnswer("f2", { name: "Eve", age: 40 })], {
+        output: Person,
+        messages
+      })
       assertSound(resumed)
       assert.strictEqual(resumed.result.reason, "stop")
       assert.deepStrictEqual(resumed.result.output, { name: "Eve", age: 40 })
@@ -406,7 +426,11 @@ describe("outputSchemaFromJson", () => {
       const deepest = yield* outputSchemaFromJson(nested(MAX_SCHEMA_DEPTH))
       assert.isTrue(deepest.wrapped)
       // one level more, and 20,000 levels (which overflowed the stack before the limit)
-      yield* refused(nested(MAX_SCHEMA_DEPTH + 1), `#${"/items".repeat(MAX_SCHEMA_DEPTH + 1)}`, /nested more than 64 levels/)
+      yield* refused(
+        nested(MAX_SCHEMA_DEPTH + 1),
+        `#${"/items".repeat(MAX_SCHEMA_DEPTH + 1)}`,
+        /nested more than 64 levels/
+      )
       yield* refused(nested(20_000), `#${"/items".repeat(MAX_SCHEMA_DEPTH + 1)}`, /nested more than 64 levels/)
     }))
 
@@ -431,4 +455,3 @@ describe("outputSchemaFromJson", () => {
       assert.isTrue(Exit.isSuccess(decoded))
     }))
 })
-

@@ -1,9 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, FileSystem, Fiber, Layer } from "effect"
-import type { Scope } from "effect"
-import { NodeServices } from "@effect/platform-node"
-import { spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import {
   callbackSinkLayer,
   encodeTranscriptLine,
@@ -17,7 +11,22 @@ import {
   transcriptSink
 } from "@agentloop/core"
 import type { Message } from "@agentloop/core"
-import { checkInvariants, echoTool, makeGatedTool, runScripted, scriptedModelLayer, toolCall, turn, user } from "@agentloop/testkit"
+import {
+  checkInvariants,
+  echoTool,
+  makeGatedTool,
+  runScripted,
+  scriptedModelLayer,
+  toolCall,
+  turn,
+  user
+} from "@agentloop/testkit"
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, FileSystem, Layer } from "effect"
+import type { Scope } from "effect"
+import { spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { results, roles } from "./helpers.ts"
 
 const withTempDir = <A, E>(f: (dir: string) => Effect.Effect<A, E, FileSystem.FileSystem | Scope.Scope>) =>
@@ -57,7 +66,7 @@ describe("transcript files", () => {
         const fs = yield* FileSystem.FileSystem
         const text = yield* fs.readFileString(file)
         assert.strictEqual(text.split("\n").length, run.result.messages.length + 1) // one line each, newline-ended
-        assert.deepStrictEqual((yield* fs.readDirectory(dir)), ["t.jsonl"]) // no temporary file left
+        assert.deepStrictEqual(yield* fs.readDirectory(dir), ["t.jsonl"]) // no temporary file left
       })
     ))
 
@@ -179,34 +188,44 @@ describe("transcript files", () => {
       })
     ))
 
-  it.effect("a process killed with SIGKILL in the middle of a batch leaves a file that resumes paired", () =>
-    withTempDir((dir) =>
-      Effect.gen(function*() {
-        const file = `${dir}/killed.jsonl`
-        const output = yield* runChild(file)
-        assert.strictEqual(output.signal, "SIGKILL")
-        const loaded = yield* loadTranscript(file)
-        assert.deepStrictEqual(roles(loaded.messages), ["user", "assistant", "toolResult", "toolResult", "toolResult"])
-        const [a, b, c] = results(loaded.messages)
-        assert.strictEqual(a!.isError, false)
-        assert.deepStrictEqual(b!.details, { skipped: true, reason: "interrupted" })
-        assert.strictEqual(c!.isError, false)
-        assert.strictEqual(loaded.repaired, 1)
-        // resume from the file: the next request carries every call paired
-        const resumed = yield* runScripted([turn.text("resumed")], { messages: loaded.messages })
-        assert.deepStrictEqual(resumed.violations, [])
-        assert.strictEqual(resumed.result.reason, "stop")
-        assert.deepStrictEqual(
-          checkInvariants({
-            input: loaded.messages,
-            result: resumed.result,
-            events: resumed.events,
-            requests: resumed.requests
-          }),
-          []
-        )
-      })
-    ), 20_000)
+  it.effect(
+    "a process killed with SIGKILL in the middle of a batch leaves a file that resumes paired",
+    () =>
+      withTempDir((dir) =>
+        Effect.gen(function*() {
+          const file = `${dir}/killed.jsonl`
+          const output = yield* runChild(file)
+          assert.strictEqual(output.signal, "SIGKILL")
+          const loaded = yield* loadTranscript(file)
+          assert.deepStrictEqual(roles(loaded.messages), [
+            "user",
+            "assistant",
+            "toolResult",
+            "toolResult",
+            "toolResult"
+          ])
+          const [a, b, c] = results(loaded.messages)
+          assert.strictEqual(a!.isError, false)
+          assert.deepStrictEqual(b!.details, { skipped: true, reason: "interrupted" })
+          assert.strictEqual(c!.isError, false)
+          assert.strictEqual(loaded.repaired, 1)
+          // resume from the file: the next request carries every call paired
+          const resumed = yield* runScripted([turn.text("resumed")], { messages: loaded.messages })
+          assert.deepStrictEqual(resumed.violations, [])
+          assert.strictEqual(resumed.result.reason, "stop")
+          assert.deepStrictEqual(
+            checkInvariants({
+              input: loaded.messages,
+              result: resumed.result,
+              events: resumed.events,
+              requests: resumed.requests
+            }),
+            []
+          )
+        })
+      ),
+    20_000
+  )
 
   it.effect("results are on disk as each call ends, before the batch is over", () =>
     withTempDir((dir) =>
@@ -224,7 +243,9 @@ describe("transcript files", () => {
             callbackSinkLayer((event) =>
               Effect.andThen(
                 sink.emit(event),
-                event.type === "tool_end" && event.result.toolCallId === "b" ? Deferred.succeed(bEnded, undefined) : Effect.void
+                event.type === "tool_end" && event.result.toolCallId === "b"
+                  ? Deferred.succeed(bEnded, undefined)
+                  : Effect.void
               )
             )
           )),

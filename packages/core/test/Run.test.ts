@@ -1,5 +1,5 @@
-import { assert, describe, it } from "@effect/vitest"
 import { addUsage, runInputError } from "@agentloop/core"
+import { assert, describe, it } from "@effect/vitest"
 
 describe("addUsage", () => {
   it("sums counts, counts missing cache fields as 0, sums cost once either has one, never changes its inputs", () => {
@@ -27,7 +27,9 @@ describe("runInputError", () => {
     assert.isUndefined(runInputError({ messages: [{ role: "user", content: "go" }] }))
     assert.match(runInputError({ messages: [{ role: "user", content: "go" }], maxSteps: 0 })!, /^bad input: /)
     assert.match(
-      runInputError({ messages: [{ role: "user", content: "go" }, { role: "assistant", content: [], stopReason: "stop" }] })!,
+      runInputError({
+        messages: [{ role: "user", content: "go" }, { role: "assistant", content: [], stopReason: "stop" }]
+      })!,
       /^bad input: the messages end with the model's answer/
     )
   })

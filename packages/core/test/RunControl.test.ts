@@ -4,10 +4,16 @@
  * sink, a callback sink that uses the application's services, and a transcript that already ends
  * with the model's answer.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer, Schema } from "effect"
-import { TestClock } from "effect/testing"
-import { ask, callbackSinkLayer, defineTool, Executor, makeToolExecutor, ModelError, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import {
+  ask,
+  callbackSinkLayer,
+  defineTool,
+  Executor,
+  makeToolExecutor,
+  ModelError,
+  runAgentLoop,
+  toolExecutorLayer
+} from "@agentloop/core"
 import type { LoopEvent, ToolContext } from "@agentloop/core"
 import {
   assistant,
@@ -21,6 +27,9 @@ import {
   turn,
   user
 } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { TestClock } from "effect/testing"
 import { results, textOf } from "./helpers.ts"
 
 describe("a tool's AbortSignal", () => {
@@ -38,7 +47,10 @@ describe("a tool's AbortSignal", () => {
           )
       })
       const controller = new AbortController()
-      const run = yield* startScripted([turn.toolCalls([toolCall("a", "stuck")])], { tools: [tool], signal: controller.signal })
+      const run = yield* startScripted([turn.toolCalls([toolCall("a", "stuck")])], {
+        tools: [tool],
+        signal: controller.signal
+      })
       yield* Deferred.await(entered)
       controller.abort()
       const { result, violations } = yield* run.finish
@@ -213,7 +225,9 @@ describe("sinks", () => {
       const sink = callbackSinkLayer((event) => Effect.map(Audit, (audit) => void audit.lines.push(event.type)))
       const model = yield* makeScriptedModel([turn.text("hello")])
       yield* runAgentLoop({ messages: [user("hi")] }).pipe(
-        Effect.provide(Layer.mergeAll(model.layer, toolExecutorLayer([]), sink.pipe(Layer.provide(Layer.succeed(Audit, { lines })))))
+        Effect.provide(
+          Layer.mergeAll(model.layer, toolExecutorLayer([]), sink.pipe(Layer.provide(Layer.succeed(Audit, { lines }))))
+        )
       )
       assert.deepStrictEqual(lines.slice(-2), ["assistant_message", "turn_end"])
     }))
@@ -305,15 +319,18 @@ describe("tool definitions that change between turns", () => {
       const later = { ...echoTool("later"), definition: { ...echoTool("later").definition, exclusive: true } }
       let offered: ReadonlyArray<typeof echo.definition> = [echo.definition]
       const inner = yield* makeToolExecutor([echo, later])
-      const executor = Layer.succeed(Executor, Executor.of({
-        get definitions() {
-          return offered
-        },
-        execute: (call, context) => {
-          offered = [echo.definition, later.definition] // changes during the batch: not seen until the next turn
-          return inner.execute(call, context)
-        }
-      }))
+      const executor = Layer.succeed(
+        Executor,
+        Executor.of({
+          get definitions() {
+            return offered
+          },
+          execute: (call, context) => {
+            offered = [echo.definition, later.definition] // changes during the batch: not seen until the next turn
+            return inner.execute(call, context)
+          }
+        })
+      )
       const run = yield* startScripted(
         [turn.toolCalls([toolCall("a", "echo")]), turn.toolCalls([toolCall("b", "later")]), turn.text("ok")],
         { executor }
@@ -321,7 +338,10 @@ describe("tool definitions that change between turns", () => {
       const { requests, result, violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
       assert.strictEqual(result.reason, "stop")
-      assert.deepStrictEqual(requests.map((r) => r.tools.map((t) => t.name)), [["echo"], ["echo", "later"], ["echo", "later"]])
+      assert.deepStrictEqual(requests.map((r) => r.tools.map((t) => t.name)), [["echo"], ["echo", "later"], [
+        "echo",
+        "later"
+      ]])
     }))
 
   it.effect("new definitions that are invalid end the run with an error naming them", () =>
@@ -329,15 +349,18 @@ describe("tool definitions that change between turns", () => {
       const echo = echoTool("echo")
       let offered: ReadonlyArray<typeof echo.definition> = [echo.definition]
       const inner = yield* makeToolExecutor([echo])
-      const executor = Layer.succeed(Executor, Executor.of({
-        get definitions() {
-          return offered
-        },
-        execute: (call, context) => {
-          offered = [echo.definition, echo.definition]
-          return inner.execute(call, context)
-        }
-      }))
+      const executor = Layer.succeed(
+        Executor,
+        Executor.of({
+          get definitions() {
+            return offered
+          },
+          execute: (call, context) => {
+            offered = [echo.definition, echo.definition]
+            return inner.execute(call, context)
+          }
+        })
+      )
       const run = yield* startScripted([turn.toolCalls([toolCall("a", "echo")]), turn.text("never")], { executor })
       const { requests, result, violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])

@@ -4,12 +4,12 @@
  * compaction, a model switch and a durable run) load: every record decodes, and the transcript
  * loads as core's parser reads it.
  */
+import { decodeSessionRecord, parseTranscript, sessionRecordsOf, sessionRecordTypes } from "@agentloop/core"
+import type { SessionRecord, TranscriptRecord } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { decodeSessionRecord, parseTranscript, sessionRecordsOf, sessionRecordTypes } from "@agentloop/core"
-import type { SessionRecord, TranscriptRecord } from "@agentloop/core"
 
 const fixture = readFileSync(fileURLToPath(new URL("./fixtures/session-0.1.jsonl", import.meta.url)), "utf8")
 
@@ -43,7 +43,11 @@ describe("session records", () => {
     const noAt = decodeSessionRecord({ type: "tool_start", toolCallId: "c", name: "read" })
     assert.isTrue(noAt !== undefined && !noAt.ok)
     assert.deepStrictEqual(
-      sessionRecordsOf([{ type: "future_record" }, { type: "run_end", at: 1, reason: "finished" }, { type: "model", at: 2, model: "m" }]),
+      sessionRecordsOf([{ type: "future_record" }, { type: "run_end", at: 1, reason: "finished" }, {
+        type: "model",
+        at: 2,
+        model: "m"
+      }]),
       [{ type: "model", at: 2, model: "m" }]
     )
   })

@@ -1,15 +1,12 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
-import { TestClock } from "effect/testing"
 import {
   ask,
   deny,
   isSubAgentEvent,
   Model,
   pairingViolations,
+  SubAgentMaxDepth,
   subAgentRunOf,
   subAgentTool,
-  SubAgentMaxDepth,
   ToolConcurrency
 } from "@agentloop/core"
 import type { LoopEvent, SubAgentEvent, SubAgentRun, ToolResultMessage } from "@agentloop/core"
@@ -25,6 +22,9 @@ import {
   toolCall,
   turn
 } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
+import { TestClock } from "effect/testing"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
 
 const delegate = (id: string, agent: string, task: string) => toolCall(id, agent, { task })
@@ -131,7 +131,10 @@ describe("sub-agents", () => {
       assert.strictEqual(run.result.reason, "stop")
       const [answer] = results(run.result.messages)
       assert.isTrue(answer!.isError)
-      assert.strictEqual(textOf(answer!), "Sub-agent \"flaky\" ended error after 1 step(s): model error: provider down.")
+      assert.strictEqual(
+        textOf(answer!),
+        "Sub-agent \"flaky\" ended error after 1 step(s): model error: provider down."
+      )
       const child = runIn(answer)
       assert.strictEqual(child.reason, "error")
       assert.deepStrictEqual(roles(child.messages), ["user"])
@@ -200,7 +203,9 @@ describe("sub-agents", () => {
       const live = yield* startScripted([turn.toolCalls([delegate("c1", "slow", "go")]), turn.text("too slow")], {
         tools: [slow.tool]
       })
-      yield* live.awaitEvent((e) => e.type === "tool_progress" && isSubAgentEvent(e.progress) && e.progress.event.type === "tool_start")
+      yield* live.awaitEvent((e) =>
+        e.type === "tool_progress" && isSubAgentEvent(e.progress) && e.progress.event.type === "tool_start"
+      )
       yield* TestClock.adjust("5 seconds")
       const run = yield* live.finish
       assertSound(run)
@@ -244,15 +249,21 @@ describe("sub-agents", () => {
         assert.deepStrictEqual(violations, [])
         const events = live.events
         // one turn_end for the parent, one for each child
-        assert.deepStrictEqual(events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason), [
-          "aborted"
-        ])
+        assert.deepStrictEqual(
+          events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason),
+          [
+            "aborted"
+          ]
+        )
         const nested = subAgentEvents(events)
         assert.strictEqual(turnEnds(nested, ["c1"]), 1)
         assert.strictEqual(turnEnds(nested, ["c2"]), 1)
         // the children's transcripts, kept in the parent's interrupted results, are paired
         const parentResults = events.flatMap((e) => e.type === "tool_end" ? [e.result] : [])
-        assert.deepStrictEqual(parentResults.map((r) => r.toolCallId), ["c1", "c2"].filter((id) => parentResults.some((r) => r.toolCallId === id)))
+        assert.deepStrictEqual(
+          parentResults.map((r) => r.toolCallId),
+          ["c1", "c2"].filter((id) => parentResults.some((r) => r.toolCallId === id))
+        )
         assert.strictEqual(parentResults.length, 2)
         for (const r of parentResults) {
           assert.include(r.details as object, { interrupted: true })
@@ -331,10 +342,15 @@ describe("sub-agents", () => {
         below = yield* scriptedSubAgent({
           name,
           tools: [below.tool],
-          script: [turn.toolCalls([delegate(`${name}-call`, names[names.indexOf(name) + 1]!, "deeper")]), turn.text(`${name} done`)]
+          script: [
+            turn.toolCalls([delegate(`${name}-call`, names[names.indexOf(name) + 1]!, "deeper")]),
+            turn.text(`${name} done`)
+          ]
         })
       }
-      const run = yield* runScripted([turn.toolCalls([delegate("c1", "l1", "go")]), turn.text("ok")], { tools: [below.tool] })
+      const run = yield* runScripted([turn.toolCalls([delegate("c1", "l1", "go")]), turn.text("ok")], {
+        tools: [below.tool]
+      })
       assertSound(run)
       const l1 = runIn(results(run.result.messages)[0])
       const l2 = runIn(results(l1.messages)[0])
@@ -380,7 +396,12 @@ describe("sub-agents", () => {
         name: "solo",
         exclusive: true,
         tools: [gate.tool],
-        script: [turn.toolCalls([toolCall("w1", "work")]), turn.text("1"), turn.toolCalls([toolCall("w2", "work")]), turn.text("2")]
+        script: [
+          turn.toolCalls([toolCall("w1", "work")]),
+          turn.text("1"),
+          turn.toolCalls([toolCall("w2", "work")]),
+          turn.text("2")
+        ]
       })
       const live = yield* startScripted([
         turn.toolCalls([delegate("c1", "solo", "one"), delegate("c2", "solo", "two")]),
@@ -402,8 +423,16 @@ describe("sub-agents", () => {
     Effect.gen(function*() {
       const gateA = makeGatedTool("work")
       const gateB = makeGatedTool("work")
-      const a = yield* scriptedSubAgent({ name: "a", tools: [gateA.tool], script: [turn.toolCalls([toolCall("a1", "work")]), turn.text("a")] })
-      const b = yield* scriptedSubAgent({ name: "b", tools: [gateB.tool], script: [turn.toolCalls([toolCall("b1", "work")]), turn.text("b")] })
+      const a = yield* scriptedSubAgent({
+        name: "a",
+        tools: [gateA.tool],
+        script: [turn.toolCalls([toolCall("a1", "work")]), turn.text("a")]
+      })
+      const b = yield* scriptedSubAgent({
+        name: "b",
+        tools: [gateB.tool],
+        script: [turn.toolCalls([toolCall("b1", "work")]), turn.text("b")]
+      })
       const live = yield* startScripted([
         turn.toolCalls([delegate("c1", "a", "one"), delegate("c2", "b", "two")]),
         turn.text("ok")
@@ -429,17 +458,18 @@ describe("sub-agents", () => {
         script: [turn.toolCalls([toolCall("w1", "write")]), turn.text("written")]
       })
       const asked: Array<ReadonlyArray<string>> = []
-      const run = yield* (yield* startScripted([turn.toolCalls([delegate("c1", "careful", "write it")]), turn.text("ok")], {
-        tools: [careful.tool],
-        onEvent: (event) => {
-          if (event.type !== "tool_progress" || !isSubAgentEvent(event.progress)) return
-          const inner = event.progress.event
-          if (inner.type === "approval_request") {
-            asked.push(event.progress.path.map((step) => step.agent))
-            Deferred.doneUnsafe(inner.answer, Exit.succeed({ approved: true }))
+      const run =
+        yield* (yield* startScripted([turn.toolCalls([delegate("c1", "careful", "write it")]), turn.text("ok")], {
+          tools: [careful.tool],
+          onEvent: (event) => {
+            if (event.type !== "tool_progress" || !isSubAgentEvent(event.progress)) return
+            const inner = event.progress.event
+            if (inner.type === "approval_request") {
+              asked.push(event.progress.path.map((step) => step.agent))
+              Deferred.doneUnsafe(inner.answer, Exit.succeed({ approved: true }))
+            }
           }
-        }
-      })).finish
+        })).finish
       assertSound(run)
       assert.deepStrictEqual(asked, [["careful"]])
       assert.strictEqual(textOf(results(run.result.messages)[0]!), "written")

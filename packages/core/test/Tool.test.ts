@@ -1,8 +1,8 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Schema } from "effect"
 import { defineTool, makeToolExecutor, parametersJsonSchema, ToolError } from "@agentloop/core"
 import type { ToolContext } from "@agentloop/core"
 import { toolCall } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Effect, Schema } from "effect"
 import { textOf } from "./helpers.ts"
 
 const context: ToolContext = {
@@ -64,16 +64,24 @@ describe("tool definitions (JSON Schema for providers)", () => {
   })
 
   it("rejects parameters that are not an object schema, or recursive ones, when the tool is defined", () => {
-    assert.throws(() =>
-      defineTool({ name: "bad", description: "", parameters: Schema.String, execute: () => Effect.succeed("") }), /must be an object schema/)
+    assert.throws(
+      () => defineTool({ name: "bad", description: "", parameters: Schema.String, execute: () => Effect.succeed("") }),
+      /must be an object schema/
+    )
     interface Tree {
       readonly children: ReadonlyArray<Tree>
     }
     const Tree: Schema.Codec<Tree> = Schema.Struct({
       children: Schema.Array(Schema.suspend((): Schema.Codec<Tree> => Tree))
     })
-    assert.throws(() => defineTool({ name: "tree", description: "", parameters: Tree, execute: () => Effect.succeed("") }), /recursive/)
-    assert.throws(() => defineTool({ name: "", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("") }), /non-empty name/)
+    assert.throws(
+      () => defineTool({ name: "tree", description: "", parameters: Tree, execute: () => Effect.succeed("") }),
+      /recursive/
+    )
+    assert.throws(
+      () => defineTool({ name: "", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("") }),
+      /non-empty name/
+    )
   })
 })
 
@@ -96,7 +104,14 @@ describe("tool traits", () => {
   it("a timeoutMs that is not a positive number is refused when the tool is defined", () => {
     for (const timeoutMs of [0, -1, Number.NaN]) {
       assert.throws(
-        () => defineTool({ name: "t", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed(""), timeoutMs }),
+        () =>
+          defineTool({
+            name: "t",
+            description: "",
+            parameters: Schema.Struct({}),
+            execute: () => Effect.succeed(""),
+            timeoutMs
+          }),
         /timeoutMs of tool "t" must be a positive number/
       )
     }
@@ -126,10 +141,18 @@ describe("the executor built from tools", () => {
     }))
 
   const bad: ReadonlyArray<{ name: string; args: Record<string, unknown>; text: RegExp }> = [
-    { name: "a missing field", args: {}, text: /^Invalid arguments for tool "read": Missing required key at \["path"\]$/ },
+    {
+      name: "a missing field",
+      args: {},
+      text: /^Invalid arguments for tool "read": Missing required key at \["path"\]$/
+    },
     { name: "a field of the wrong type", args: { path: 5 }, text: /: Expected a string at \["path"\], got 5$/ },
     { name: "a failed check", args: { path: "a", offset: 0 }, text: /: Expected a number ≥ 1 at \["offset"\], got 0$/ },
-    { name: "a literal out of range", args: { path: "a", mode: "fast" }, text: /: Expected one of "text", "binary" at \["mode"\], got "fast"$/ }
+    {
+      name: "a literal out of range",
+      args: { path: "a", mode: "fast" },
+      text: /: Expected one of "text", "binary" at \["mode"\], got "fast"$/
+    }
   ]
   for (const b of bad) {
     it.effect(`${b.name}: an error result saying which field and what was expected; the tool does not run`, () =>
@@ -147,7 +170,12 @@ describe("the executor built from tools", () => {
 
   it.effect("an unknown tool: an error result naming the available tools", () =>
     Effect.gen(function*() {
-      const write = defineTool({ name: "write", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("") })
+      const write = defineTool({
+        name: "write",
+        description: "",
+        parameters: Schema.Struct({}),
+        execute: () => Effect.succeed("")
+      })
       const executor = yield* makeToolExecutor([read, write])
       const result = yield* executor.execute(toolCall("c9", "delete"), context)
       assert.strictEqual(textOf(result), "Unknown tool \"delete\". Available tools: read, write.")

@@ -6,9 +6,9 @@
  * by an odd value, and whenever `prepareTranscript` still accepts the transcript, the changed
  * message must decode with the schema (SPEC §5: every input message is checked).
  */
+import { Message, prepareTranscript } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Exit, Schema } from "effect"
-import { Message, prepareTranscript } from "@agentloop/core"
 
 type Json = Record<string, unknown>
 
@@ -71,7 +71,21 @@ const keys = [
   "cost"
 ]
 const REMOVE = Symbol("remove")
-const oddValues: ReadonlyArray<unknown> = [REMOVE, undefined, null, Number.NaN, Infinity, -Infinity, "", "x", 0, true, [], {}, [1]]
+const oddValues: ReadonlyArray<unknown> = [
+  REMOVE,
+  undefined,
+  null,
+  Number.NaN,
+  Infinity,
+  -Infinity,
+  "",
+  "x",
+  0,
+  true,
+  [],
+  {},
+  [1]
+]
 
 const decodes = (u: unknown) => Exit.isSuccess(Schema.decodeUnknownExit(Message)(u))
 

@@ -14,13 +14,13 @@
  *
  * The shortcut is observed and switched off through `isTrusted`, the one place it is consulted.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { vi } from "vitest"
-import { Effect, Queue } from "effect"
-import * as fc from "fast-check"
 import { parseTranscript, prepareTranscript } from "@agentloop/core"
 import type { AgentRunResult, AssistantMessage, Message, ToolResultMessage, UserMessage } from "@agentloop/core"
 import { echoTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Queue } from "effect"
+import * as fc from "fast-check"
+import { vi } from "vitest"
 import { isTrusted, trust } from "../src/internal/trusted.ts"
 
 const shortcut = vi.hoisted(() => ({ enabled: true, hits: 0 }))
@@ -83,7 +83,16 @@ describe("messages the loop appended", () => {
     Effect.gen(function*() {
       const result = yield* producedRun
       const roles = result.messages.map((m) => m.role)
-      assert.deepStrictEqual(roles, ["user", "assistant", "toolResult", "toolResult", "assistant", "user", "assistant", "toolResult"])
+      assert.deepStrictEqual(roles, [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+        "user",
+        "assistant",
+        "toolResult"
+      ])
       const [input, ...produced] = result.messages
       assert.isFalse(Object.isFrozen(input), "the caller's input message is the caller's: not frozen, not trusted")
       assert.isFalse(isTrusted(input))
@@ -91,7 +100,7 @@ describe("messages the loop appended", () => {
         assert.isTrue(isTrusted(message), JSON.stringify(message))
         assert.isTrue(Object.isFrozen(message))
         assert.isTrue(Object.isFrozen(message.content))
-        if (Array.isArray(message.content)) for (const part of message.content) assert.isTrue(Object.isFrozen(part))
+        if (Array.isArray(message.content)) { for (const part of message.content) assert.isTrue(Object.isFrozen(part)) }
       }
       const assistant = produced[0] as AssistantMessage
       const call = assistant.content.find((p) => p.type === "toolCall")!

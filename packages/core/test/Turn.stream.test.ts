@@ -4,13 +4,25 @@
  * the stream's resources are released when the turn ends, however it ends (done, failure, abort),
  * before the next request.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
-import { callbackSinkLayer, EventSink, Model, ModelError, noopSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import {
+  callbackSinkLayer,
+  EventSink,
+  Model,
+  ModelError,
+  noopSinkLayer,
+  runAgentLoop,
+  toolExecutorLayer
+} from "@agentloop/core"
 import type { AssistantMessage, LoopEvent, ModelEvent } from "@agentloop/core"
 import { user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
 
-const answer = (text: string): AssistantMessage => ({ role: "assistant", content: [{ type: "text", text }], stopReason: "stop" })
+const answer = (text: string): AssistantMessage => ({
+  role: "assistant",
+  content: [{ type: "text", text }],
+  stopReason: "stop"
+})
 const delta = (text: string): ModelEvent => ({ type: "text_delta", delta: text })
 const done = (text: string): ModelEvent => ({ type: "done", message: answer(text) })
 

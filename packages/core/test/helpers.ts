@@ -1,7 +1,7 @@
-import { assert } from "@effect/vitest"
-import { Effect } from "effect"
 import type { LoopEvent, Message, ToolResultMessage } from "@agentloop/core"
 import type { ScriptedRun } from "@agentloop/testkit"
+import { assert } from "@effect/vitest"
+import { Effect } from "effect"
 
 /** Asserts the run kept every invariant. */
 export const assertSound = (run: Pick<ScriptedRun, "violations">) => assert.deepStrictEqual(run.violations, [])

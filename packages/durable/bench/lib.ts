@@ -5,13 +5,13 @@
  * starting many runs and, optionally, a runner killed with SIGKILL every few seconds, and the
  * analysis of what ran how many times against what the journal holds.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
-import { Effect, Layer, Stream } from "effect"
 import { Model, noopSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentRunResult, Executor, Message } from "@agentloop/core"
 import { assistant, echoTool, toolCall } from "@agentloop/testkit"
+import { Effect, Layer, Stream } from "effect"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import {
   balancedTimings,
   durableRunnerLayer,
@@ -41,15 +41,18 @@ export type { Pg }
 /** A model asking for one echo call per turn until `steps` turns, then stopping. */
 const toolsAndModel = (steps: number) =>
   Layer.mergeAll(
-    Layer.succeed(Model, Model.of({
-      stream: (request) => {
-        const n = request.messages.filter((m) => m.role === "assistant").length
-        const message = n + 1 < steps ?
-          assistant("toolUse", { calls: [toolCall(`s${n}`, "echo", { n })] }) :
-          assistant("stop", { text: "done" })
-        return Stream.make({ type: "done" as const, message })
-      }
-    })),
+    Layer.succeed(
+      Model,
+      Model.of({
+        stream: (request) => {
+          const n = request.messages.filter((m) => m.role === "assistant").length
+          const message = n + 1 < steps ?
+            assistant("toolUse", { calls: [toolCall(`s${n}`, "echo", { n })] }) :
+            assistant("stop", { text: "done" })
+          return Stream.make({ type: "done" as const, message })
+        }
+      })
+    ),
     toolExecutorLayer([echoTool("echo")]) as Layer.Layer<Executor>
   )
 
@@ -105,11 +108,14 @@ export const durableOverhead = (
       })
     const figures = yield* Effect.scoped(Effect.gen(function*() {
       const context = yield* Layer.build(layer)
-      const run = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context)
+      const run = <A, E>(effect: Effect.Effect<A, E, any>) =>
+        Effect.provide(effect, context)
       yield* run(runs(2)) // warm up: tables, JIT
       const cpu = process.cpuUsage()
       let sequential = 0
-      for (let i = 0; i < options.runs; i++) sequential += yield* time(run(runs(1)))
+      for (let i = 0; i < options.runs; i++) {
+        sequential += yield* time(run(runs(1)))
+      }
       const used = process.cpuUsage(cpu)
       const concurrent = yield* time(run(runs(options.concurrent)))
       return {
@@ -119,7 +125,9 @@ export const durableOverhead = (
       }
     }))
     rmSync(dir, { recursive: true, force: true })
-    if (database !== undefined) dropDatabase(options.pg!, database)
+    if (database !== undefined) {
+      dropDatabase(options.pg!, database)
+    }
     return figures
   })
 
@@ -216,10 +224,17 @@ export const runCluster = (options: ClusterOptions) =>
           // hit the runner running the most calls, so each kill interrupts work
           yield* waitUntil("calls under way", () =>
             client.child.exitCode !== null ||
-            starts(settings.log).entries.filter((e) => e.kind === "tool" && e.phase === "end").length >= options.runs / 3, 600_000)
+            starts(settings.log).entries.filter((e) =>
+                e.kind === "tool" && e.phase === "end"
+              ).length >= options.runs / 3, 600_000)
           while (client.child.exitCode === null && kills < (options.maxKills ?? Infinity)) {
             const running = inFlight(settings.log)
-            const busiest = [0, 1, 2].map((i) => ({ i, n: running.filter((pid) => pid === runners[i]!.child.pid).length }))
+            const busiest = [0, 1, 2].map((i) => ({
+              i,
+              n: running.filter((pid) =>
+                pid === runners[i]!.child.pid
+              ).length
+            }))
               .sort((a, b) => b.n - a.n)[0]!.i
             interrupted += running.filter((pid) => pid === runners[busiest]!.child.pid).length
             const victim = runners[busiest]!
@@ -359,7 +374,9 @@ export const analyze = (pg: Pg, run: ClusterRun): Analysis => {
       if (journaled !== undefined && rerun.t > journaled.at) {
         rerunAfterJournaled++
         if (examples.length < 5) {
-          examples.push(`${call}: journaled ${journaled.exec} at ${journaled.at}, ran again as ${rerun.exec} at ${rerun.t}`)
+          examples.push(
+            `${call}: journaled ${journaled.exec} at ${journaled.at}, ran again as ${rerun.exec} at ${rerun.t}`
+          )
         }
       } else if (list.slice(0, i).some((e) => run.killed.has(e.pid))) rerunInFlightAtKill++
       else rerunUnjournaledNoKill++

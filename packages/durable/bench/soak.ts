@@ -26,21 +26,36 @@ const timings = process.env["AGENTLOOP_TIMINGS"] === "fast" ? "fast" : "balanced
 
 const pg = postgres()
 const program = Effect.gen(function*() {
-  const run = yield* runCluster({ pg, runs, steps, callMs, killEveryMs, maxKills, timeoutMs: short ? 150_000 : 15 * 60_000, timings })
+  const run = yield* runCluster({
+    pg,
+    runs,
+    steps,
+    callMs,
+    killEveryMs,
+    maxKills,
+    timeoutMs: short ? 150_000 : 15 * 60_000,
+    timings
+  })
   const a = analyze(pg, run)
   const failures = [
     ...(run.completed ? [] : [`the client did not see every run end within the time limit (logs in ${run.dir})`]),
     ...(a.runsEnded === runs ? [] : [`${runs - a.runsEnded} of ${runs} runs did not end`]),
     ...(a.notStop === 0 ? [] : [`${a.notStop} runs did not end "stop"`]),
     ...(a.violations === 0 ? [] : [`${a.violations} invariant violations`]),
-    ...(a.rerunAfterJournaled === 0 ? [] : [`${a.rerunAfterJournaled} calls ran again after their result was journaled`]),
+    ...(a.rerunAfterJournaled === 0
+      ? []
+      : [`${a.rerunAfterJournaled} calls ran again after their result was journaled`]),
     ...(a.journalMismatches === 0 ? [] : [`${a.journalMismatches} journaled results name no logged execution`]),
     ...(run.kills > 0 || killEveryMs === 0 ? [] : ["no runner was killed: the run ended before the first kill"])
   ]
   console.log(
-    `soak: ${runs} runs x ${steps} steps (calls of ${callMs} ms) on 3 runner processes (PostgreSQL ${pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"}, ${timings}Timings), ` +
+    `soak: ${runs} runs x ${steps} steps (calls of ${callMs} ms) on 3 runner processes (PostgreSQL ${
+      pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"
+    }, ${timings}Timings), ` +
       (killEveryMs > 0 ?
-        `a runner killed with SIGKILL every ${killEveryMs / 1000} s: ${run.kills} kills, ${run.interrupted} calls running on the runners killed` :
+        `a runner killed with SIGKILL every ${
+          killEveryMs / 1000
+        } s: ${run.kills} kills, ${run.interrupted} calls running on the runners killed` :
         "no kills")
   )
   console.log(

@@ -123,14 +123,16 @@ export const startPostgres = (): Postgres => {
   const root = process.getuid?.() === 0
   const owner = root ? nobody() : undefined
   const setpriv = process.platform === "linux" && hasSetpriv()
-  if (root && !setpriv) throw new Error("as root, the tests' PostgreSQL runs as nobody through setpriv (util-linux), which is missing")
+  if (root && !setpriv) {
+    throw new Error("as root, the tests' PostgreSQL runs as nobody through setpriv (util-linux), which is missing")
+  }
   const dir = mkdtempSync(join(tmpdir(), "agentloop-pg-"))
   chmodSync(dir, 0o755)
   const data = join(dir, "data")
   const sock = join(dir, "sock")
   mkdirSync(data, { mode: 0o700 })
   mkdirSync(sock, { mode: 0o700 })
-  if (owner !== undefined) for (const d of [data, sock]) chownSync(d, owner.uid, owner.gid)
+  if (owner !== undefined) { for (const d of [data, sock]) chownSync(d, owner.uid, owner.gid) }
   const cleanup = () => rmSync(dir, { recursive: true, force: true })
   try {
     let bin = packagedBin()
@@ -207,8 +209,20 @@ const serve = (
   const [file, args] = command(
     join(bin, "postgres"),
     [
-      "-D", data, "-k", sock, "-h", "127.0.0.1", "-p", String(port),
-      "-c", "fsync=off", "-c", "max_connections=300", "-c", `logging_collector=off`
+      "-D",
+      data,
+      "-k",
+      sock,
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(port),
+      "-c",
+      "fsync=off",
+      "-c",
+      "max_connections=300",
+      "-c",
+      `logging_collector=off`
     ],
     owner,
     setpriv

@@ -4,8 +4,6 @@
  *
  * @since 0.1.0
  */
-import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
-import { DurableDeferred, WorkflowEngine } from "effect/workflow"
 import {
   isAcceptedAnswer,
   isOutputInput,
@@ -14,12 +12,21 @@ import {
   toolCallsOf,
   toOutputSchema
 } from "@agentloop/core"
-import type { AgentRunResult, ApprovalAnswer, Message, OutputDecodeError, OutputInput, UserMessage } from "@agentloop/core"
+import type {
+  AgentRunResult,
+  ApprovalAnswer,
+  Message,
+  OutputDecodeError,
+  OutputInput,
+  UserMessage
+} from "@agentloop/core"
+import { Clock, Duration, Effect, Option, Schedule, Schema } from "effect"
+import { DurableDeferred, WorkflowEngine } from "effect/workflow"
 import { DurableEventSink } from "./DurableEvent.ts"
 import { DurableAgentRun, DurableOutput } from "./DurableRun.ts"
 import { DurableStore } from "./DurableStore.ts"
-import { abortLocally } from "./internal/aborts.ts"
 import type { DurableStoreError, PendingApproval } from "./DurableStore.ts"
+import { abortLocally } from "./internal/aborts.ts"
 
 /**
  * A run that cannot start: what is wrong with its input.
@@ -87,8 +94,10 @@ export const executionIdOf = (runId: string): Effect.Effect<string> =>
 export const startRun = (
   options: DurableRunOptions
 ): Effect.Effect<string, DurableRunInputError | DurableStoreError, WorkflowEngine.WorkflowEngine | DurableStore> =>
-  Effect.flatMap(checkOptions(options), (payload) =>
-    Effect.andThen(register(payload.runId), DurableAgentRun.execute(payload, { discard: true })))
+  Effect.flatMap(
+    checkOptions(options),
+    (payload) => Effect.andThen(register(payload.runId), DurableAgentRun.execute(payload, { discard: true }))
+  )
 
 /**
  * Starts a run (or joins it) and waits for its result.
@@ -98,13 +107,18 @@ export const startRun = (
  */
 export const runDurable = (
   options: DurableRunOptions
-): Effect.Effect<AgentRunResult, DurableRunInputError | DurableStoreError, WorkflowEngine.WorkflowEngine | DurableStore> =>
-  Effect.flatMap(checkOptions(options), (payload) =>
-    Effect.andThen(register(payload.runId), DurableAgentRun.execute(payload)))
+): Effect.Effect<
+  AgentRunResult,
+  DurableRunInputError | DurableStoreError,
+  WorkflowEngine.WorkflowEngine | DurableStore
+> =>
+  Effect.flatMap(
+    checkOptions(options),
+    (payload) => Effect.andThen(register(payload.runId), DurableAgentRun.execute(payload))
+  )
 
 const register = (runId: string) =>
-  Effect.flatMap(DurableStore, (store) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => store.register(runId, now)))
+  Effect.flatMap(DurableStore, (store) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.register(runId, now)))
 
 /**
  * Where a run is: `running` (or not picked up by a runner yet), `waiting` (suspended: an
@@ -216,7 +230,9 @@ const refuse = (runId: string, message: string) =>
   Effect.andThen(
     Effect.flatMap(DurableEventSink, (sink) =>
       Effect.catchCause(
-        Effect.suspend(() => sink.emit({ runId, step: 0, event: { type: "turn_end", reason: "error", steps: 0, error: message } })),
+        Effect.suspend(() =>
+          sink.emit({ runId, step: 0, event: { type: "turn_end", reason: "error", steps: 0, error: message } })
+        ),
         () => Effect.void
       )),
     Effect.fail(new DurableRunInputError({ message }))
@@ -228,7 +244,9 @@ const refuse = (runId: string, message: string) =>
  * @since 0.1.0
  * @category runs
  */
-export const pollRun = (runId: string): Effect.Effect<Option.Option<AgentRunResult>, never, WorkflowEngine.WorkflowEngine> =>
+export const pollRun = (
+  runId: string
+): Effect.Effect<Option.Option<AgentRunResult>, never, WorkflowEngine.WorkflowEngine> =>
   Effect.gen(function*() {
     const polled = yield* DurableAgentRun.poll(yield* executionIdOf(runId))
     if (Option.isNone(polled) || polled.value._tag !== "Complete") return Option.none()
@@ -354,7 +372,9 @@ export const decodeOutput = <A>(
     const schema = toOutputSchema(output)
     const last = result.messages.at(-1)
     const call = last?.role === "toolResult" && isAcceptedAnswer(last.details) ?
-      result.messages.flatMap((m) => m.role === "assistant" ? toolCallsOf(m) : []).findLast((c) => c.id === last.toolCallId) :
+      result.messages.flatMap((m) => m.role === "assistant" ? toolCallsOf(m) : []).findLast((c) =>
+        c.id === last.toolCallId
+      ) :
       undefined
     if (call === undefined) return Effect.succeed(result as AgentRunResult<A>)
     return Effect.map(schema.decode(call.arguments), (value) => ({ ...result, output: value }))

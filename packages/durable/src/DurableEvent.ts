@@ -7,8 +7,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect } from "effect"
 import type { LoopEvent } from "@agentloop/core"
+import { Context, Effect } from "effect"
 
 /**
  * One event of a durable run.

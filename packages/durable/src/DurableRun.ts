@@ -19,16 +19,14 @@
  *
  * @since 0.1.0
  */
-import { Clock, Context, Deferred, Duration, Effect, Fiber, Option, Schedule, Schema } from "effect"
-import { Activity, DurableClock, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
 import {
   AgentRunResult,
   EventSink,
   Message,
   outputSchemaFromJson,
+  runAgentLoop,
   RunControl,
   RunJournal,
-  runAgentLoop,
   stepName,
   toolCallsOf,
   toOutputSchema
@@ -44,6 +42,8 @@ import type {
   RunJournalShape,
   ToolPolicy
 } from "@agentloop/core"
+import { Clock, Context, Deferred, Duration, Effect, Fiber, Option, Schedule, Schema } from "effect"
+import { Activity, DurableClock, DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
 import { DurableEventSink } from "./DurableEvent.ts"
 import { DurableStore } from "./DurableStore.ts"
 import type { DurableStoreError } from "./DurableStore.ts"
@@ -110,7 +110,8 @@ export const ApprovalAnswerSchema = Schema.Struct({
 })
 
 /** The deferred one call's approval is written to. */
-const approvalDeferred = (callId: string) => DurableDeferred.make(`approval/${callId}`, { success: ApprovalAnswerSchema })
+const approvalDeferred = (callId: string) =>
+  DurableDeferred.make(`approval/${callId}`, { success: ApprovalAnswerSchema })
 
 /** Completed once, by `abortRun`. */
 const AbortDeferred = DurableDeferred.make("agentloop/abort")
@@ -201,8 +202,9 @@ const inStep = <A, E, R>(effect: Effect.Effect<A, E, R>, step: number, index: nu
  * A step of the journal as the loop sees it: the engine's services (`WorkflowEngine`,
  * `WorkflowInstance`) are there whenever the loop runs, because it runs inside the workflow body.
  */
-const inWorkflow = <A>(effect: Effect.Effect<A, never, WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>) =>
-  effect as Effect.Effect<A>
+const inWorkflow = <A>(
+  effect: Effect.Effect<A, never, WorkflowEngine.WorkflowEngine | WorkflowEngine.WorkflowInstance>
+) => effect as Effect.Effect<A>
 
 const makeJournal = (
   runId: string,
@@ -273,12 +275,19 @@ const makeJournal = (
         effects: [answered, aborted, ...timedOut]
       })
       // the approval it waited for is settled (answered, timed out or aborted)
-      yield* Activity.make({ name: `settle/${step}/${index}`, execute: retryStore(store.settleApproval(runId, call.id)) })
+      yield* Activity.make({
+        name: `settle/${step}/${index}`,
+        execute: retryStore(store.settleApproval(runId, call.id))
+      })
       return outcome
     })),
   timeLeft: (limit) =>
     inWorkflow(Effect.gen(function*() {
-      const startedAt = yield* Activity.make({ name: "start", success: Schema.Number, execute: Clock.currentTimeMillis })
+      const startedAt = yield* Activity.make({
+        name: "start",
+        success: Schema.Number,
+        execute: Clock.currentTimeMillis
+      })
       const now = yield* Clock.currentTimeMillis
       return Duration.millis(Math.max(0, startedAt + Duration.toMillis(limit) - now))
     })),
@@ -385,6 +394,3 @@ const body = (config: DurableRunnerConfig) => (payload: typeof DurableAgentRun.p
  */
 export const durableRunnerLayer = (config: DurableRunnerConfig = {}) =>
   DurableAgentRun.toLayer((payload) => body(config)(payload))
-
-
-

@@ -5,9 +5,9 @@
  *
  * @since 0.1.0
  */
+import { ToolCall, UserMessage } from "@agentloop/core"
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { ToolCall, UserMessage } from "@agentloop/core"
 
 /**
  * @since 0.1.0
@@ -161,21 +161,22 @@ export const sqlStoreLayer: Layer.Layer<DurableStore, DurableStoreError, SqlClie
             from agentloop_approvals where settled = 0 order by requested_at, run_id, call_id` :
           sql<{ run_id: string; call: string; requested_at: number | string }>`select run_id, call, requested_at
             from agentloop_approvals where settled = 0 and run_id = ${runId} order by requested_at, call_id`).pipe(
-          Effect.mapError(fail("listing approvals")),
-          Effect.flatMap((rows) =>
-            Effect.forEach(rows, (row) =>
-              Effect.map(decodeCall(row.call), (call) => ({
-                runId: row.run_id,
-                call,
-                requestedAt: Number(row.requested_at)
-              }))).pipe(Effect.mapError(fail("decoding an approval request")))
-          )
-        ),
+            Effect.mapError(fail("listing approvals")),
+            Effect.flatMap((rows) =>
+              Effect.forEach(rows, (row) =>
+                Effect.map(decodeCall(row.call), (call) => ({
+                  runId: row.run_id,
+                  call,
+                  requestedAt: Number(row.requested_at)
+                }))).pipe(Effect.mapError(fail("decoding an approval request")))
+            )
+          ),
       register: (runId, startedAt) =>
-        sql`insert into agentloop_runs (run_id, started_at) values (${runId}, ${startedAt}) on conflict do nothing`.pipe(
-          Effect.asVoid,
-          Effect.mapError(fail("recording a run"))
-        ),
+        sql`insert into agentloop_runs (run_id, started_at) values (${runId}, ${startedAt}) on conflict do nothing`
+          .pipe(
+            Effect.asVoid,
+            Effect.mapError(fail("recording a run"))
+          ),
       runs: sql<{ run_id: string; started_at: number | string }>`select run_id, started_at from agentloop_runs
         order by started_at, run_id`.pipe(
         Effect.map((rows) => rows.map((row) => ({ runId: row.run_id, startedAt: Number(row.started_at) }))),

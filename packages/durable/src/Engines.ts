@@ -126,9 +126,9 @@ const runnerLock = (filename: string) =>
         new EmbeddedEngineError({
           message: String((cause as Error)?.message ?? cause).includes("locked") ?
             `another process is the runner of ${filename}: one runner per file (use embeddedClientLayer ` +
-              "to start runs, approve, abort or list runs from another process)" :
+            "to start runs, approve, abort or list runs from another process)" :
             `cannot open the runner lock ${runnerLockFileOf(filename)}: ${String((cause as Error)?.message ?? cause)}`
-      })
+        })
     }),
     (lock) => Effect.sync(() => lock.isOpen && lock.close())
   ))

@@ -15,5 +15,5 @@ export * from "./DurableStore.ts"
  * @since 0.1.0
  * @category namespaces
  */
-export * as SqliteClient from "./SqliteClient.ts"
 export * from "./Engines.ts"
+export * as SqliteClient from "./SqliteClient.ts"

@@ -11,11 +11,22 @@
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, Semaphore } from "effect"
 import { join } from "node:path"
-import type { DurableEvent } from "../src/index.ts"
-import { awaitExit, freePort, kill9, lines, resultAndViolations, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "./crash.ts"
-import type { Proc } from "./crash.ts"
 import { freshDatabase, postgres } from "../scripts/postgres.ts"
 import type { Postgres } from "../scripts/postgres.ts"
+import type { DurableEvent } from "../src/index.ts"
+import {
+  awaitExit,
+  freePort,
+  kill9,
+  lines,
+  resultAndViolations,
+  spawnProc,
+  starts,
+  tempDir,
+  toolEndedIn,
+  waitUntil
+} from "./crash.ts"
+import type { Proc } from "./crash.ts"
 
 let server: Postgres | undefined
 const pg = () => {
@@ -48,7 +59,8 @@ const cluster = (s: ReturnType<typeof setup>) =>
     // one after the other: the first creates the cluster's tables in the fresh database
     for (let i = 0; i < 2; i++) {
       all.push(spawnProc("runner", { ...s, port: yield* freePort }))
-      yield* waitUntil(`runner ${i + 1} up`, () => starts(s.log).entries.filter((e) => e.kind === "process").length === i + 1)
+      yield* waitUntil(`runner ${i + 1} up`, () =>
+        starts(s.log).entries.filter((e) => e.kind === "process").length === i + 1)
     }
     return { runners: [...all], all }
   })
@@ -72,73 +84,90 @@ const approveFromAnotherProcess = (s: ReturnType<typeof setup>, all: Array<Proc>
 const oneAtATime = Semaphore.makeUnsafe(1)
 
 describe("PostgreSQL: kill -9 the runner executing the run", () => {
-  it.live("during a tool batch: another runner completes it; finished calls ran once, running ones again", () =>
-    Effect.gen(function*() {
-      const s = setup()
-      const { runners, all } = yield* cluster(s)
-      const client = spawnProc("client-start", s)
-      all.push(client)
-      yield* waitUntil("c2 and c3 running, c1 finished", () => {
+  it.live(
+    "during a tool batch: another runner completes it; finished calls ran once, running ones again",
+    () =>
+      Effect.gen(function*() {
+        const s = setup()
+        const { runners, all } = yield* cluster(s)
+        const client = spawnProc("client-start", s)
+        all.push(client)
+        yield* waitUntil(
+          "c2 and c3 running, c1 finished",
+          () => {
+            const c = starts(s.log)
+            return c.call("c2") === 1 && c.call("c3") === 1 && toolEndedIn(s.events, "c1")
+          },
+          60_000,
+          all
+        )
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
+        const owner = ownerOf(s, runners)
+        const killedAt = Date.now()
+        yield* kill9(owner)
+        yield* waitUntil("the approval request", approvalRequested(s.events), 60_000)
+        yield* approveFromAnotherProcess(s, all)
+        yield* awaitExit(client)
         const c = starts(s.log)
-        return c.call("c2") === 1 && c.call("c3") === 1 && toolEndedIn(s.events, "c1")
-      }, 60_000, all)
-      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
-      const owner = ownerOf(s, runners)
-      const killedAt = Date.now()
-      yield* kill9(owner)
-      yield* waitUntil("the approval request", approvalRequested(s.events), 60_000)
-      yield* approveFromAnotherProcess(s, all)
-      yield* awaitExit(client)
-      const c = starts(s.log)
-      assert.strictEqual(c.call("c1"), 1)
-      assert.strictEqual(c.call("c2"), 2)
-      assert.strictEqual(c.call("c3"), 2)
-      assert.deepStrictEqual(c.keys("c3"), ["agentloop:run-1:1:2"])
-      assert.strictEqual(c.call("d1"), 1)
-      const rerun = c.entries.filter((e) => e.kind === "tool" && e.call === "c2" && e.phase === "start")
-      assert.notStrictEqual(rerun[1]!.pid, owner.child.pid) // ran again on the other runner
-      const takenOver = (rerun[1] as unknown as { readonly t: number }).t
-      console.log(`failover (kill -9 to the interrupted call running again elsewhere): ${takenOver - killedAt} ms`)
-      const { result, violations } = resultAndViolations(s.result, s.events)
-      assert.strictEqual(result.reason, "stop")
-      assert.deepStrictEqual(violations, [])
-    }).pipe(Effect.scoped, oneAtATime.withPermits(1)), 300_000)
+        assert.strictEqual(c.call("c1"), 1)
+        assert.strictEqual(c.call("c2"), 2)
+        assert.strictEqual(c.call("c3"), 2)
+        assert.deepStrictEqual(c.keys("c3"), ["agentloop:run-1:1:2"])
+        assert.strictEqual(c.call("d1"), 1)
+        const rerun = c.entries.filter((e) => e.kind === "tool" && e.call === "c2" && e.phase === "start")
+        assert.notStrictEqual(rerun[1]!.pid, owner.child.pid) // ran again on the other runner
+        const takenOver = (rerun[1] as unknown as { readonly t: number }).t
+        console.log(`failover (kill -9 to the interrupted call running again elsewhere): ${takenOver - killedAt} ms`)
+        const { result, violations } = resultAndViolations(s.result, s.events)
+        assert.strictEqual(result.reason, "stop")
+        assert.deepStrictEqual(violations, [])
+      }).pipe(Effect.scoped, oneAtATime.withPermits(1)),
+    300_000
+  )
 
-  it.live("during a model turn: the turn runs again on the other runner, its message is appended once", () =>
-    Effect.gen(function*() {
-      const s = setup({ turnMs: 2000, slowMs: 50 })
-      const { runners, all } = yield* cluster(s)
-      const client = spawnProc("client-start", s)
-      all.push(client)
-      yield* waitUntil("turn 0 running", () => starts(s.log).turn(0) === 1)
-      yield* kill9(ownerOf(s, runners))
-      yield* waitUntil("the approval request", approvalRequested(s.events), 60_000)
-      yield* approveFromAnotherProcess(s, all)
-      yield* awaitExit(client)
-      const c = starts(s.log)
-      assert.strictEqual(c.turn(0), 2)
-      assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
-      const { result, violations } = resultAndViolations(s.result, s.events)
-      assert.strictEqual(result.messages.filter((m) => m.role === "assistant").length, 3)
-      assert.deepStrictEqual(violations, [])
-    }).pipe(Effect.scoped, oneAtATime.withPermits(1)), 300_000)
+  it.live(
+    "during a model turn: the turn runs again on the other runner, its message is appended once",
+    () =>
+      Effect.gen(function*() {
+        const s = setup({ turnMs: 2000, slowMs: 50 })
+        const { runners, all } = yield* cluster(s)
+        const client = spawnProc("client-start", s)
+        all.push(client)
+        yield* waitUntil("turn 0 running", () => starts(s.log).turn(0) === 1)
+        yield* kill9(ownerOf(s, runners))
+        yield* waitUntil("the approval request", approvalRequested(s.events), 60_000)
+        yield* approveFromAnotherProcess(s, all)
+        yield* awaitExit(client)
+        const c = starts(s.log)
+        assert.strictEqual(c.turn(0), 2)
+        assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
+        const { result, violations } = resultAndViolations(s.result, s.events)
+        assert.strictEqual(result.messages.filter((m) => m.role === "assistant").length, 3)
+        assert.deepStrictEqual(violations, [])
+      }).pipe(Effect.scoped, oneAtATime.withPermits(1)),
+    300_000
+  )
 
-  it.live("while it waits for an approval: answered by another process while no runner holds it; nothing runs again", () =>
-    Effect.gen(function*() {
-      const s = setup({ slowMs: 50 })
-      const { runners, all } = yield* cluster(s)
-      const client = spawnProc("client-start", s)
-      all.push(client)
-      yield* waitUntil("the approval request", approvalRequested(s.events))
-      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
-      yield* kill9(ownerOf(s, runners))
-      yield* approveFromAnotherProcess(s, all)
-      yield* awaitExit(client)
-      const c = starts(s.log)
-      assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
-      assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
-      const { result, violations } = resultAndViolations(s.result, s.events)
-      assert.strictEqual(result.reason, "stop")
-      assert.deepStrictEqual(violations, [])
-    }).pipe(Effect.scoped, oneAtATime.withPermits(1)), 300_000)
+  it.live(
+    "while it waits for an approval: answered by another process while no runner holds it; nothing runs again",
+    () =>
+      Effect.gen(function*() {
+        const s = setup({ slowMs: 50 })
+        const { runners, all } = yield* cluster(s)
+        const client = spawnProc("client-start", s)
+        all.push(client)
+        yield* waitUntil("the approval request", approvalRequested(s.events))
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
+        yield* kill9(ownerOf(s, runners))
+        yield* approveFromAnotherProcess(s, all)
+        yield* awaitExit(client)
+        const c = starts(s.log)
+        assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
+        assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
+        const { result, violations } = resultAndViolations(s.result, s.events)
+        assert.strictEqual(result.reason, "stop")
+        assert.deepStrictEqual(violations, [])
+      }).pipe(Effect.scoped, oneAtATime.withPermits(1)),
+    300_000
+  )
 })

@@ -1,18 +1,18 @@
+import { allow, ask, defineTool, deny, ModelError, ToolConcurrency } from "@agentloop/core"
+import type { AgentRunResult, Message, ToolResultMessage } from "@agentloop/core"
+import { echoTool, fakeTool, makeGatedTool, probeTool, sleepingTool, toolCall, turn, user } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { ToolConcurrency, ask, defineTool, deny, allow, ModelError } from "@agentloop/core"
-import type { AgentRunResult, Message, ToolResultMessage } from "@agentloop/core"
-import { echoTool, makeGatedTool, probeTool, sleepingTool, toolCall, turn, user, fakeTool } from "@agentloop/testkit"
 import {
   abortRun,
   approvalIdOf,
   approve,
-  pendingApprovals,
   DurableStore,
   followUp,
   idempotencyKeyOf,
   listRuns,
+  pendingApprovals,
   runDurable,
   startRun,
   steer
@@ -45,7 +45,10 @@ describe("durable run on the memory engine", () => {
       assert.strictEqual(shape(result), "U A R(a) R(b) A")
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
       const toolEnds = h.events.filter((e) => e.event.type === "tool_end")
-      assert.deepStrictEqual(new Set(toolEnds.map((e) => `${e.runId}/${e.step}/${e.callIndex}`)), new Set(["r1/1/0", "r1/1/1"]))
+      assert.deepStrictEqual(
+        new Set(toolEnds.map((e) => `${e.runId}/${e.step}/${e.callIndex}`)),
+        new Set(["r1/1/0", "r1/1/1"])
+      )
       assert.strictEqual(h.events.filter((e) => e.event.type === "turn_end").length, 1)
     }))
 
@@ -54,8 +57,14 @@ describe("durable run on the memory engine", () => {
       const cases = [
         { script: turn.truncated([toolCall("a", "echo")]), reason: "length" },
         { script: turn.error("boom", [toolCall("a", "echo")]), reason: "error" },
-        { script: turn.message({ role: "assistant", content: [toolCall("a", "echo")], stopReason: "stop" }), reason: "error" },
-        { script: turn.message({ role: "assistant", content: [{ type: "text", text: "x" }], stopReason: "toolUse" }), reason: "error" }
+        {
+          script: turn.message({ role: "assistant", content: [toolCall("a", "echo")], stopReason: "stop" }),
+          reason: "error"
+        },
+        {
+          script: turn.message({ role: "assistant", content: [{ type: "text", text: "x" }], stopReason: "toolUse" }),
+          reason: "error"
+        }
       ] as const
       for (const [i, c] of cases.entries()) {
         const probe = probeTool(echoTool("echo"))
@@ -100,10 +109,15 @@ describe("durable run on the memory engine", () => {
     Effect.gen(function*() {
       const gate = makeGatedTool("g")
       const input = [user("go")]
-      const h = yield* makeHarness([
-        turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g")]),
-        turn.text("done")
-      ], [gate.tool], {}, Layer.succeed(ToolConcurrency, 2))
+      const h = yield* makeHarness(
+        [
+          turn.toolCalls([toolCall("a", "g"), toolCall("b", "g"), toolCall("c", "g")]),
+          turn.text("done")
+        ],
+        [gate.tool],
+        {},
+        Layer.succeed(ToolConcurrency, 2)
+      )
       const fiber = yield* runDurable({ runId: "cap", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* gate.started("a")
       yield* gate.started("b")
@@ -141,11 +155,15 @@ describe("approvals", () => {
       const probe = probeTool(echoTool("read"))
       const write = probeTool(echoTool("write"))
       const input = [user("go")]
-      const h = yield* makeHarness([
-        turn.toolCalls([toolCall("r1", "read")]),
-        turn.toolCalls([toolCall("w1", "write"), toolCall("r2", "read")]),
-        turn.text("done")
-      ], [probe.tool, write.tool], { policy: (call) => call.name === "write" ? ask : allow })
+      const h = yield* makeHarness(
+        [
+          turn.toolCalls([toolCall("r1", "read")]),
+          turn.toolCalls([toolCall("w1", "write"), toolCall("r2", "read")]),
+          turn.text("done")
+        ],
+        [probe.tool, write.tool],
+        { policy: (call) => call.name === "write" ? ask : allow }
+      )
       const fiber = yield* runDurable({ runId: "ap", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* h.awaitEvent((e) => e.event.type === "approval_request")
       const request = h.events.find((e) => e.event.type === "approval_request")!
@@ -166,15 +184,23 @@ describe("approvals", () => {
 
   it.effect("listRuns shows each run started and where it is: waiting for an approval, then ended", () =>
     Effect.gen(function*() {
-      const h = yield* makeHarness([turn.toolCalls([toolCall("w1", "write")]), turn.text("done")], [echoTool("write")], {
-        policy: () => ask
-      })
+      const h = yield* makeHarness(
+        [turn.toolCalls([toolCall("w1", "write")]), turn.text("done")],
+        [echoTool("write")],
+        {
+          policy: () => ask
+        }
+      )
       const fiber = yield* runDurable({ runId: "ls", messages: [user("go")] }).pipe(h.provide, Effect.forkChild)
       yield* h.awaitEvent((e) => e.event.type === "approval_request")
       yield* settle
       const waiting = yield* listRuns().pipe(h.provide)
       assert.deepStrictEqual(waiting.map((r) => [r.runId, r.state]), [["ls", "waiting"]])
-      assert.deepStrictEqual(waiting[0]!.approvals.map((a) => [a.runId, a.call.id, a.call.name]), [["ls", "w1", "write"]])
+      assert.deepStrictEqual(waiting[0]!.approvals.map((a) => [a.runId, a.call.id, a.call.name]), [[
+        "ls",
+        "w1",
+        "write"
+      ]])
       assert.deepStrictEqual((yield* pendingApprovals("ls").pipe(h.provide)).map((a) => a.call.id), ["w1"])
       assert.deepStrictEqual(yield* pendingApprovals("other").pipe(h.provide), [])
       yield* approve("ls", "w1", { approved: true }).pipe(h.provide)
@@ -188,10 +214,14 @@ describe("approvals", () => {
     Effect.gen(function*() {
       const write = probeTool(echoTool("write"))
       const input = [user("go")]
-      const h = yield* makeHarness([
-        turn.toolCalls([toolCall("w1", "write"), toolCall("w2", "rm")]),
-        turn.text("done")
-      ], [write.tool, echoTool("rm")], { policy: (call) => call.name === "rm" ? deny("never") : ask })
+      const h = yield* makeHarness(
+        [
+          turn.toolCalls([toolCall("w1", "write"), toolCall("w2", "rm")]),
+          turn.text("done")
+        ],
+        [write.tool, echoTool("rm")],
+        { policy: (call) => call.name === "rm" ? deny("never") : ask }
+      )
       const fiber = yield* runDurable({ runId: "dn", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* h.awaitEvent((e) => e.event.type === "approval_request")
       yield* approve("dn", "w1", { approved: false, reason: "not today" }).pipe(h.provide)
@@ -231,7 +261,10 @@ describe("abort, steering and follow-ups from outside", () => {
     Effect.gen(function*() {
       const write = probeTool(echoTool("write"))
       const input = [user("go")]
-      const h = yield* makeHarness([turn.toolCalls([toolCall("w1", "write"), toolCall("r1", "read")]), turn.text("never")], [
+      const h = yield* makeHarness([
+        turn.toolCalls([toolCall("w1", "write"), toolCall("r1", "read")]),
+        turn.text("never")
+      ], [
         write.tool,
         echoTool("read")
       ], { policy: (call) => call.name === "write" ? ask : allow })
@@ -256,7 +289,10 @@ describe("abort, steering and follow-ups from outside", () => {
       const probe = probeTool(echoTool("later"))
       const x = probeTool({ ...probe.tool, definition: { ...probe.tool.definition, exclusive: true } })
       const input = [user("go")]
-      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g"), toolCall("b", "later")]), turn.text("never")], [gate.tool, x.tool])
+      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g"), toolCall("b", "later")]), turn.text("never")], [
+        gate.tool,
+        x.tool
+      ])
       const fiber = yield* runDurable({ runId: "ab2", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* gate.started("a")
       yield* abortRun("ab2").pipe(h.provide)
@@ -275,7 +311,9 @@ describe("abort, steering and follow-ups from outside", () => {
     Effect.gen(function*() {
       const gate = makeGatedTool("g")
       const input = [user("go")]
-      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g")]), turn.text("first"), turn.text("second")], [gate.tool])
+      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g")]), turn.text("first"), turn.text("second")], [
+        gate.tool
+      ])
       const fiber = yield* runDurable({ runId: "st", messages: input }).pipe(h.provide, Effect.forkChild)
       yield* gate.started("a")
       yield* steer("st", { role: "user", content: "steer" }).pipe(h.provide)
@@ -317,11 +355,15 @@ describe("calls found already started (a crash mid-call)", () => {
       // a tool whose definition we do not write: listed in the runner's configuration
       const listed = probeTool(echoTool("mcp_send"))
       const input = [user("go")]
-      const h = yield* makeHarness([
-        turn.toolCalls([toolCall("c", "charge"), toolCall("d", "deploy"), toolCall("m", "mcp_send")]),
-        turn.toolCalls([toolCall("c2", "charge"), toolCall("d2", "deploy"), toolCall("m2", "mcp_send")]),
-        turn.text("done")
-      ], [keyed, deploy.tool, listed.tool], { atMostOnce: ["mcp_send"] })
+      const h = yield* makeHarness(
+        [
+          turn.toolCalls([toolCall("c", "charge"), toolCall("d", "deploy"), toolCall("m", "mcp_send")]),
+          turn.toolCalls([toolCall("c2", "charge"), toolCall("d2", "deploy"), toolCall("m2", "mcp_send")]),
+          turn.text("done")
+        ],
+        [keyed, deploy.tool, listed.tool],
+        { atMostOnce: ["mcp_send"] }
+      )
       const result = yield* Effect.gen(function*() {
         const store = yield* DurableStore
         // what a process that died mid-call leaves behind: the first step's calls marked started
@@ -384,8 +426,14 @@ describe("how a run ends", () => {
       assert.strictEqual(signal._tag, "DurableRunInputError")
       assert.match(signal.message, /cannot take "signal".*abortRun/)
       assert.match((yield* refused({ policy: () => allow })).message, /durableRunnerLayer\(\{ policy \}\)/)
-      assert.match((yield* refused({ transformContext: Effect.succeed })).message, /durableRunnerLayer\(\{ transformContext \}\)/)
-      assert.match((yield* refused({ output: Schema.Struct({ n: Schema.Number }) })).message, /durableRunnerLayer\(\{ output \}\)/)
+      assert.match(
+        (yield* refused({ transformContext: Effect.succeed })).message,
+        /durableRunnerLayer\(\{ transformContext \}\)/
+      )
+      assert.match(
+        (yield* refused({ output: Schema.Struct({ n: Schema.Number }) })).message,
+        /durableRunnerLayer\(\{ output \}\)/
+      )
       // the loop's own bad-input words, and the run's one turn_end
       const tail = yield* refused({ messages: [user("x"), { role: "assistant", content: [], stopReason: "stop" }] })
       assert.match(tail.message, /^bad input: the messages end with the model's answer/)
@@ -405,10 +453,11 @@ describe("how a run ends", () => {
       assert.strictEqual(result.reason, "stop")
       assert.deepStrictEqual(result.output, { n: 2 })
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
-      const bad = yield* startRun({ runId: "out2", messages: input, output: { jsonSchema: { type: "nonsense" } } }).pipe(
-        h.provide,
-        Effect.flip
-      )
+      const bad = yield* startRun({ runId: "out2", messages: input, output: { jsonSchema: { type: "nonsense" } } })
+        .pipe(
+          h.provide,
+          Effect.flip
+        )
       assert.match(bad.message, /^bad input: output: unsupported JSON Schema/)
     }))
 

@@ -3,9 +3,6 @@
  * timeout, policies that fail and the bad-input rules. Each runs on the in-memory loop and on the
  * durable loop (`WorkflowEngine.layerMemory`), with the same assertions and the same results.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
-import { TestClock } from "effect/testing"
 import { allow, EventSink, Executor, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentLoopOptions, AgentRunResult, AnyTool, LoopEvent, ToolResultMessage } from "@agentloop/core"
 import {
@@ -20,6 +17,9 @@ import {
   user
 } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
+import { TestClock } from "effect/testing"
 import { durableEngine } from "./engine.ts"
 
 type Engine = "memory" | "durable"
@@ -51,7 +51,9 @@ const run = (
           })
       })
     )
-    const executor = Array.isArray(tools) ? toolExecutorLayer(tools) as Layer.Layer<Executor> : tools as Layer.Layer<Executor>
+    const executor = Array.isArray(tools)
+      ? toolExecutorLayer(tools) as Layer.Layer<Executor>
+      : tools as Layer.Layer<Executor>
     const layers = Layer.mergeAll(model.layer, executor, sink)
     const result = engine === "memory" ?
       yield* Effect.provide(runAgentLoop(options), layers) :
@@ -69,10 +71,15 @@ for (const engine of engines) {
   describe(`on the ${engine} engine`, () => {
     it.effect("structured output: a rejected answer is retried; the accepted one is decoded", () =>
       Effect.gen(function*() {
-        const { result } = yield* run(engine, [
-          turn.finalAnswer("a1", { n: "one" }),
-          turn.finalAnswer("a2", { n: 1 })
-        ], [], { messages: go, output: Answer })
+        const { result } = yield* run(
+          engine,
+          [
+            turn.finalAnswer("a1", { n: "one" }),
+            turn.finalAnswer("a2", { n: 1 })
+          ],
+          [],
+          { messages: go, output: Answer }
+        )
         assert.strictEqual(result.reason, "stop")
         assert.deepStrictEqual(result.output, { n: 1 })
         assert.deepStrictEqual(results(result).map((r) => r.details), [
@@ -100,10 +107,17 @@ for (const engine of engines) {
           name: "child",
           script: [turn.message(assistant("stop", { text: "child", usage: usage(10, 20) }))]
         })
-        const { result } = yield* run(engine, [
-          turn.message(assistant("toolUse", { calls: [toolCall("c1", "child", { task: "x" })], usage: usage(100, 200) })),
-          turn.message(assistant("stop", { text: "done", usage: usage(100, 200) }))
-        ], [child.tool], { messages: go })
+        const { result } = yield* run(
+          engine,
+          [
+            turn.message(
+              assistant("toolUse", { calls: [toolCall("c1", "child", { task: "x" })], usage: usage(100, 200) })
+            ),
+            turn.message(assistant("stop", { text: "done", usage: usage(100, 200) }))
+          ],
+          [child.tool],
+          { messages: go }
+        )
         assert.strictEqual(result.reason, "stop")
         assert.deepStrictEqual(result.usage, { input: 210, output: 420, cacheRead: 0, cacheWrite: 0 })
       }))
@@ -115,7 +129,8 @@ for (const engine of engines) {
           echoTool("echo")
         ], {
           messages: go,
-          transformContext: (messages) => ++seen === 2 ? Effect.die(new Error("compactor broke")) : Effect.succeed(messages)
+          transformContext: (messages) =>
+            ++seen === 2 ? Effect.die(new Error("compactor broke")) : Effect.succeed(messages)
         })
         assert.strictEqual(result.reason, "error")
         assert.match(result.error!, /transformContext failed: compactor broke/)
@@ -124,7 +139,10 @@ for (const engine of engines) {
 
     it.effect("a policy that fails answers its call unexecuted and ends the run error", () =>
       Effect.gen(function*() {
-        const { result } = yield* run(engine, [turn.toolCalls([toolCall("a", "echo"), toolCall("b", "echo")]), turn.text("x")], [
+        const { result } = yield* run(engine, [
+          turn.toolCalls([toolCall("a", "echo"), toolCall("b", "echo")]),
+          turn.text("x")
+        ], [
           echoTool("echo")
         ], { messages: go, policy: (call) => call.id === "b" ? Effect.die(new Error("policy broke")) : allow })
         assert.strictEqual(result.reason, "error")
@@ -135,9 +153,15 @@ for (const engine of engines) {
     it.effect("the run's timeout stops a running call, which is answered interrupted", () =>
       Effect.gen(function*() {
         const started = Deferred.makeUnsafe<void>()
-        const fiber = yield* run(engine, [turn.toolCalls([toolCall("s", "slow")]), turn.text("never")], [
-          sleepingTool("slow", "1 hour")
-        ], { messages: go, timeout: "1 minute" }, started).pipe(Effect.forkChild)
+        const fiber = yield* run(
+          engine,
+          [turn.toolCalls([toolCall("s", "slow")]), turn.text("never")],
+          [
+            sleepingTool("slow", "1 hour")
+          ],
+          { messages: go, timeout: "1 minute" },
+          started
+        ).pipe(Effect.forkChild)
         yield* Deferred.await(started)
         yield* TestClock.adjust("1 minute")
         const { result } = yield* Fiber.join(fiber)
@@ -153,7 +177,10 @@ for (const engine of engines) {
         assert.match(tail.result.error!, /^bad input: the messages end with the model's answer/)
         assert.strictEqual(tail.events.filter((e) => e.type === "turn_end").length, 1)
         const echo = { name: "echo", description: "echoes", parameters: { type: "object", properties: {} } } as const
-        const twiceExecutor = Layer.succeed(Executor, Executor.of({ definitions: [echo, echo], execute: () => Effect.die("never") }))
+        const twiceExecutor = Layer.succeed(
+          Executor,
+          Executor.of({ definitions: [echo, echo], execute: () => Effect.die("never") })
+        )
         const twice = yield* run(engine, [turn.text("x")], twiceExecutor, { messages: go })
         assert.strictEqual(twice.result.reason, "error")
         assert.match(twice.result.error!, /defines tool "echo" twice/)

@@ -7,12 +7,12 @@
  *
  * `PARITY_RUNS` raises the number of plans (default 2,000).
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
 import { allow, deny } from "@agentloop/core"
 import type { AgentLoopOptions, AgentRunResult, Message } from "@agentloop/core"
 import { faultSeed, generateFaultPlan, runFaultPlan, withAbortStops } from "@agentloop/testkit"
 import type { FaultPlan } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { durableEngine } from "./engine.ts"
 
 const RUNS = Number(process.env["PARITY_RUNS"] ?? 2_000)
@@ -34,7 +34,11 @@ const moreOptions = (plan: FaultPlan): Partial<AgentLoopOptions> => {
   }
   if (plan.seed % 7 === 0) {
     options.policy = (call) =>
-      call.id.endsWith("c1") ? deny("not this one") : call.id.endsWith("c3") ? Effect.die(new Error("policy broke")) : allow
+      call.id.endsWith("c1")
+        ? deny("not this one")
+        : call.id.endsWith("c3")
+        ? Effect.die(new Error("policy broke"))
+        : allow
   }
   return options
 }

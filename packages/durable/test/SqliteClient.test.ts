@@ -11,7 +11,11 @@ describe("SqliteClient", () => {
       yield* sql`insert into t ${sql.insert({ id: 1, name: "a", flag: true })}`
       yield* sql`insert into t (id, name, flag) values (${2}, ${"b"}, ${false})`
       const rows = yield* sql<{ id: number; name: string; flag: number }>`select * from t order by id`
-      assert.deepStrictEqual(rows.map((r) => ({ ...r })), [{ id: 1, name: "a", flag: 1 }, { id: 2, name: "b", flag: 0 }])
+      assert.deepStrictEqual(rows.map((r) => ({ ...r })), [{ id: 1, name: "a", flag: 1 }, {
+        id: 2,
+        name: "b",
+        flag: 0
+      }])
       const values = yield* sql`select name from t order by id`.values
       assert.deepStrictEqual(values, [["a"], ["b"]])
     }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" }))))

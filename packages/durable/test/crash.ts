@@ -2,6 +2,8 @@
  * Helpers for the crash tests: real processes (test/fixtures/crash-process.ts), their side-effect
  * and event logs, kill -9.
  */
+import type { AgentRunResult, Message } from "@agentloop/core"
+import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync } from "node:fs"
@@ -9,8 +11,6 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { Effect } from "effect"
-import type { AgentRunResult, Message } from "@agentloop/core"
 import type { DurableEvent } from "../src/index.ts"
 import { violationsOf } from "./harness.ts"
 
@@ -53,7 +53,9 @@ export const waitUntil = (what: string, test: () => boolean, ms = 60_000, procs:
       const tick = () => {
         if (test()) return resolve()
         if (performance.now() - started > ms) {
-          const outputs = procs.map((p, i) => `--- process ${i} (exit ${p.child.exitCode}):\n${p.output().slice(-1500)}`)
+          const outputs = procs.map((p, i) =>
+            `--- process ${i} (exit ${p.child.exitCode}):\n${p.output().slice(-1500)}`
+          )
           return reject(new Error(`timed out waiting for ${what}\n${outputs.join("\n")}`))
         }
         setTimeout(tick, 25)

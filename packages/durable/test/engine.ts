@@ -8,11 +8,11 @@
  * its schema (`decodeOutput`: it crossed the journal as JSON). A run refused at its start answers as an in-memory run with bad
  * input ends: `error`, no steps, an empty transcript.
  */
-import { Context, Effect, Exit, Layer, Queue } from "effect"
-import { WorkflowEngine } from "effect/workflow"
 import { EventSink, Executor, Model } from "@agentloop/core"
 import type { AgentLoopOptions, AgentRunResult, Message, UserMessage } from "@agentloop/core"
 import type { FaultEngine } from "@agentloop/testkit"
+import { Context, Effect, Exit, Layer, Queue } from "effect"
+import { WorkflowEngine } from "effect/workflow"
 import {
   abortRun,
   decodeOutput,
@@ -68,7 +68,9 @@ export const durableEngine = (config: DurableRunnerConfig = {}): FaultEngine => 
       const forward = (queue: Queue.Dequeue<UserMessage> | undefined, push: typeof steer) =>
         queue === undefined ? Effect.void : Effect.gen(function*() {
           for (const message of yield* Queue.clear(queue)) yield* Effect.provide(push(runId, message), context)
-          yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.take(queue), (m) => Effect.provide(push(runId, m), context))))
+          yield* Effect.forkScoped(
+            Effect.forever(Effect.flatMap(Queue.take(queue), (m) => Effect.provide(push(runId, m), context)))
+          )
         })
       yield* Effect.orDie(forward(steering, steer))
       yield* Effect.orDie(forward(followUps, followUp))

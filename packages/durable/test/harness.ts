@@ -2,13 +2,13 @@
  * Test harness: a durable run on `WorkflowEngine.layerMemory` with the testkit's scripted model
  * and fake tools, every event recorded, and `checkInvariants` over the result.
  */
-import { Deferred, Effect, Exit, Layer } from "effect"
-import type { Scope } from "effect"
-import { WorkflowEngine } from "effect/workflow"
 import { toolExecutorLayer } from "@agentloop/core"
 import type { AgentRunResult, AnyTool, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
 import { checkInvariants, makeScriptedModel } from "@agentloop/testkit"
 import type { InvariantViolation, ScriptedModel, ScriptedTurn } from "@agentloop/testkit"
+import { Deferred, Effect, Exit, Layer } from "effect"
+import type { Scope } from "effect"
+import { WorkflowEngine } from "effect/workflow"
 import { DurableEventSink, durableRunnerLayer, latestEvents, memoryStoreLayer } from "../src/index.ts"
 import type { DurableEvent, DurableRunnerConfig, DurableStore } from "../src/index.ts"
 
@@ -34,7 +34,9 @@ export const canonical = (
   const forEvents = pick(new Set())
   return {
     input: input.map(forInput),
-    events: events.map((event) => event.type === "assistant_message" ? { ...event, message: forEvents(event.message) as never } : event)
+    events: events.map((event) =>
+      event.type === "assistant_message" ? { ...event, message: forEvents(event.message) as never } : event
+    )
   }
 }
 
@@ -70,7 +72,8 @@ export const makeHarness = (
   Effect.gen(function*() {
     const model = yield* makeScriptedModel(script)
     const events: Array<DurableEvent> = []
-    const waiters: Array<{ readonly test: (event: DurableEvent) => boolean; readonly done: Deferred.Deferred<void> }> = []
+    const waiters: Array<{ readonly test: (event: DurableEvent) => boolean; readonly done: Deferred.Deferred<void> }> =
+      []
     const sink = Layer.succeed(DurableEventSink, {
       emit: (event) =>
         Effect.sync(() => {

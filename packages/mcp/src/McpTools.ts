@@ -21,6 +21,18 @@
  *
  * @since 0.1.0
  */
+import { errorResult, Executor, makeToolExecutor } from "@agentloop/core"
+import type {
+  AnyTool,
+  ExecutorShape,
+  Tool,
+  ToolCall,
+  ToolContext,
+  ToolDefinition,
+  ToolOutput,
+  ToolResultMessage,
+  ToolServices
+} from "@agentloop/core"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -42,25 +54,13 @@ import {
   Stream
 } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import { errorResult, Executor, makeToolExecutor } from "@agentloop/core"
-import type {
-  AnyTool,
-  ExecutorShape,
-  Tool,
-  ToolCall,
-  ToolContext,
-  ToolDefinition,
-  ToolOutput,
-  ToolResultMessage,
-  ToolServices
-} from "@agentloop/core"
 import type { McpServerConfig } from "./Config.ts"
 import { McpConfigError, McpConnectError } from "./Errors.ts"
-import { argumentCheck } from "./internal/validate.ts"
-import type { ArgumentCheck } from "./internal/validate.ts"
 import { orderedDelivery } from "./internal/ordered.ts"
 import { makeStdioTransport } from "./internal/stdio.ts"
 import type { StdioTransport } from "./internal/stdio.ts"
+import { argumentCheck } from "./internal/validate.ts"
+import type { ArgumentCheck } from "./internal/validate.ts"
 import { serverPrefix, toolNameFor } from "./Naming.ts"
 import { toToolResult } from "./Results.ts"
 
@@ -251,8 +251,7 @@ export const makeMcpTools = (
       const other = prefixes.get(prefix)
       if (other !== undefined) {
         return yield* new McpConfigError({
-          message:
-            `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; rename one`
+          message: `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; rename one`
         })
       }
       prefixes.set(prefix, config.name)
@@ -612,9 +611,12 @@ export const mcpToolsLayer = (
   options: McpToolsOptions = {}
 ): Layer.Layer<McpTools | Executor, McpConfigError | McpConnectError, ChildProcessSpawner.ChildProcessSpawner> => {
   const tools = Layer.effect(McpTools, makeMcpTools(servers, options))
-  const executor = Layer.effect(Executor, Effect.gen(function*() {
-    return (yield* McpTools).executor
-  }))
+  const executor = Layer.effect(
+    Executor,
+    Effect.gen(function*() {
+      return (yield* McpTools).executor
+    })
+  )
   return Layer.provideMerge(executor, tools)
 }
 

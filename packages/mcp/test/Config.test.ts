@@ -1,5 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Schema } from "effect"
 import {
   decodeMcpServers,
   McpServersSection,
@@ -10,6 +8,8 @@ import {
   splitCommandLine,
   toolNameFor
 } from "@agentloop/mcp"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Schema } from "effect"
 
 const providerName = /^[a-zA-Z0-9_-]{1,64}$/
 

@@ -4,14 +4,14 @@
  * every kind of result it has (text, image, structured content, resource links, embedded
  * resources, progress), arguments refused before the call, and its environment.
  */
-import { fileURLToPath } from "node:url"
+import { McpTools } from "@agentloop/mcp"
+import type { McpServerConfig } from "@agentloop/mcp"
+import { toolCall, turn } from "@agentloop/testkit"
 import { NodeServices } from "@effect/platform-node"
 import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { ChildProcess } from "effect/process"
-import { toolCall, turn } from "@agentloop/testkit"
-import { McpTools } from "@agentloop/mcp"
-import type { McpServerConfig } from "@agentloop/mcp"
+import { fileURLToPath } from "node:url"
 import { node, resultsOf, runWithMcp, serverBin, serversLayer, startWithMcp, stripTypes, textOf } from "./helpers.ts"
 
 const everything = serverBin("@modelcontextprotocol/server-everything")
@@ -24,31 +24,35 @@ afterAll(() => {
 })
 
 /** Starts the Streamable HTTP server on a loopback port (a free one for 0); its URL. Stopped with the scope. */
-const startHttpServerOn = (requested: number) => Effect.gen(function*() {
-  const handle = yield* ChildProcess.make(node, [...stripTypes, "--import", loopback, everything, "streamableHttp"], {
-    env: { PORT: String(requested) },
-    extendEnv: true,
-    detached: true,
-    killSignal: "SIGTERM",
-    forceKillAfter: "2 seconds"
+const startHttpServerOn = (requested: number) =>
+  Effect.gen(function*() {
+    const handle = yield* ChildProcess.make(node, [...stripTypes, "--import", loopback, everything, "streamableHttp"], {
+      env: { PORT: String(requested) },
+      extendEnv: true,
+      detached: true,
+      killSignal: "SIGTERM",
+      forceKillAfter: "2 seconds"
+    })
+    const port = yield* Deferred.make<number>()
+    yield* Effect.forkScoped(Stream.runDrain(handle.stdout))
+    yield* Effect.forkScoped(Stream.runForEach(Stream.splitLines(Stream.decodeText(handle.stderr)), (line) => {
+      const match = /^LOOPBACK_PORT (\d+)$/.exec(line)
+      return match === null ? Effect.void : Deferred.succeed(port, Number(match[1]))
+    }))
+    return `http://127.0.0.1:${yield* Deferred.await(port)}/mcp`
   })
-  const port = yield* Deferred.make<number>()
-  yield* Effect.forkScoped(Stream.runDrain(handle.stdout))
-  yield* Effect.forkScoped(Stream.runForEach(Stream.splitLines(Stream.decodeText(handle.stderr)), (line) => {
-    const match = /^LOOPBACK_PORT (\d+)$/.exec(line)
-    return match === null ? Effect.void : Deferred.succeed(port, Number(match[1]))
-  }))
-  return `http://127.0.0.1:${yield* Deferred.await(port)}/mcp`
-})
 const startHttpServer = startHttpServerOn(0)
 
 const stdioLayer = serversLayer([
   { name: "everything", transport: "stdio", command: node, args: [everything, "stdio"] }
 ])
 
-const httpLayer = Layer.unwrap(Effect.map(startHttpServer, (url) =>
-  serversLayer([{ name: "everything", transport: "http", url, headers: { "X-Test": "1" } } satisfies McpServerConfig])
-)).pipe(Layer.provide(NodeServices.layer))
+const httpLayer = Layer.unwrap(
+  Effect.map(startHttpServer, (url) =>
+    serversLayer([
+      { name: "everything", transport: "http", url, headers: { "X-Test": "1" } } satisfies McpServerConfig
+    ]))
+).pipe(Layer.provide(NodeServices.layer))
 
 const session = (transport: string) =>
   Effect.gen(function*() {

@@ -2,12 +2,12 @@
  * MCP tools beside local tools: one executor (`mcpExecutorLayer`) that follows list changes, or a
  * snapshot of `Tool`s for core's `toolExecutorLayer`; names that clash with local tools; annotations.
  */
+import { defineTool, Executor } from "@agentloop/core"
+import { mcpExecutorLayer, McpTools, mcpToolsLayer } from "@agentloop/mcp"
+import { runScripted, toolCall, turn } from "@agentloop/testkit"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Schema } from "effect"
-import { defineTool, Executor } from "@agentloop/core"
-import { runScripted, toolCall, turn } from "@agentloop/testkit"
-import { McpTools, mcpExecutorLayer, mcpToolsLayer } from "@agentloop/mcp"
 import { fakeServer, resultsOf, serversLayer, textOf } from "./helpers.ts"
 
 const add = defineTool({

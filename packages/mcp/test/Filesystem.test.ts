@@ -3,12 +3,12 @@
  * directory, started once for this file: a scripted session writes, reads, edits, lists, moves
  * and inspects files, and is refused outside the directory.
  */
+import { toolCall, turn } from "@agentloop/testkit"
+import { afterAll, assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { toolCall, turn } from "@agentloop/testkit"
 import { node, resultsOf, runWithMcp, serverBin, serversLayer, textOf } from "./helpers.ts"
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-mcp-fs-")))

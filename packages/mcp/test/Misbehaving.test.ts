@@ -3,21 +3,13 @@
  * invalid arguments, invalid results, floods of progress, crashes, calls never answered, tool-list
  * changes, and the process tree on close. Every run is checked with `checkInvariants`.
  */
+import { ToolConcurrency } from "@agentloop/core"
+import { McpTools } from "@agentloop/mcp"
+import { toolCall, turn } from "@agentloop/testkit"
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Effect, Exit, Layer, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
-import { ToolConcurrency } from "@agentloop/core"
-import { toolCall, turn } from "@agentloop/testkit"
-import { McpTools } from "@agentloop/mcp"
-import {
-  fakeServer,
-  isRunning,
-  resultsOf,
-  runWithMcp,
-  serversLayer,
-  startWithMcp,
-  textOf
-} from "./helpers.ts"
+import { fakeServer, isRunning, resultsOf, runWithMcp, serversLayer, startWithMcp, textOf } from "./helpers.ts"
 
 const providerName = /^[a-zA-Z0-9_-]{1,64}$/
 

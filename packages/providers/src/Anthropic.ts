@@ -29,8 +29,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, Option, Redacted } from "effect"
 import { Model } from "@agentloop/core"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { FetchHttpClient, HttpClient } from "effect/http"
 import { ProviderConfigError } from "./Errors.ts"
 import { messagesProtocol, messagesRequestBody } from "./internal/anthropicWire.ts"

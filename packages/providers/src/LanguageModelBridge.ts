@@ -17,12 +17,12 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Layer, Predicate, Random, Stream } from "effect"
 import { Model, ModelError } from "@agentloop/core"
 import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import { Clock, Effect, Layer, Predicate, Random, Stream } from "effect"
+import type { JsonSchema } from "effect"
 import { LanguageModel, Prompt, Tool } from "effect/ai"
 import type { AiError, Response, Toolkit } from "effect/ai"
-import type { JsonSchema } from "effect"
 import { MessageAssembly } from "./internal/assembly.ts"
 
 const filePart = (image: { readonly data: string; readonly mimeType: string }) =>
@@ -43,9 +43,7 @@ export const toPrompt = (systemPrompt: string | undefined, messages: ReadonlyArr
         out.push(Prompt.userMessage({
           content: typeof message.content === "string" ?
             [Prompt.textPart({ text: message.content })] :
-            message.content.map((part) =>
-              part.type === "text" ? Prompt.textPart({ text: part.text }) : filePart(part)
-            )
+            message.content.map((part) => part.type === "text" ? Prompt.textPart({ text: part.text }) : filePart(part))
         }))
         break
       case "assistant": {
@@ -241,8 +239,8 @@ const bridgeStream = (
  * @since 0.1.0
  * @category constructors
  */
-export const makeLanguageModelBridge: Effect.Effect<typeof Model.Service, never, LanguageModel.LanguageModel> =
-  Effect.gen(function*() {
+export const makeLanguageModelBridge: Effect.Effect<typeof Model.Service, never, LanguageModel.LanguageModel> = Effect
+  .gen(function*() {
     const languageModel = yield* LanguageModel.LanguageModel
     return Model.of({ stream: (request) => bridgeStream(languageModel, request) })
   })

@@ -117,7 +117,8 @@ export const modelInfo = (model: string): ModelInfo => {
     base.replace(/-\d{8}$/, "")
   ]
   for (const candidate of candidates) {
-    const found = lookup(candidate) ?? (candidate.startsWith("claude-") ? lookup(candidate.replace(/\./g, "-")) : undefined)
+    const found = lookup(candidate) ??
+      (candidate.startsWith("claude-") ? lookup(candidate.replace(/\./g, "-")) : undefined)
     if (found !== undefined) return found
   }
   return {}

@@ -4,11 +4,11 @@
  * README; tool turns are followed by the next request, which must replay the turn exactly
  * (thinking signatures, redacted thinking, tool ids).
  */
+import type { AssistantMessage, StopReason } from "@agentloop/core"
+import { anthropicFetchLayer } from "@agentloop/providers"
+import { echoTool } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { AssistantMessage, StopReason } from "@agentloop/core"
-import { echoTool } from "@agentloop/testkit"
-import { anthropicFetchLayer } from "@agentloop/providers"
 import { assistants, deltas, expected, fixture, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
 import { makeServer, namedSse } from "./helpers/server.ts"
 import { withCost } from "./helpers/usage.ts"
@@ -151,7 +151,10 @@ describe("Anthropic fixtures, replayed through the loop", () => {
         const second = (yield* server.bodyOf(1)) as { messages: ReadonlyArray<unknown> }
         assert.deepStrictEqual(second.messages, [
           { role: "user", content: "go" },
-          { role: "assistant", content: blocks.map(({ caller: _, ...block }: ExpectedBlock & { caller?: unknown }) => block) },
+          {
+            role: "assistant",
+            content: blocks.map(({ caller: _, ...block }: ExpectedBlock & { caller?: unknown }) => block)
+          },
           {
             role: "user",
             content: calls.map((call) => ({

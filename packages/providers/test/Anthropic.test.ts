@@ -3,18 +3,18 @@
  * (cases the recorded fixtures lack are written from the Messages streaming reference), and
  * every failure, each through the whole loop against a loopback server.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
 import type { Message } from "@agentloop/core"
-import { echoTool, probeTool } from "@agentloop/testkit"
 import { anthropicFetchLayer } from "@agentloop/providers"
 import type { AnthropicOptions } from "@agentloop/providers"
+import { echoTool, probeTool } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import { makeSleepWatch } from "./helpers/clock.ts"
-import { noTimeouts } from "./helpers/usage.ts"
 import { assistants, deltas, runLoop, toolResults } from "./helpers/loop.ts"
 import { makeServer, namedSse, sentHeaders } from "./helpers/server.ts"
 import type { Reply } from "./helpers/server.ts"
+import { noTimeouts } from "./helpers/usage.ts"
 
 const layer = (url: string, options: Partial<AnthropicOptions> = {}) =>
   anthropicFetchLayer({ model: "claude-test", baseUrl: url, apiKey: "sk-ant-secret", ...options })
@@ -55,7 +55,10 @@ describe("Anthropic requests", () => {
     Effect.gen(function*() {
       const server = yield* makeServer([stopReply])
       const messages: ReadonlyArray<Message> = [
-        { role: "user", content: [{ type: "text", text: "look" }, { type: "image", data: "aGk=", mimeType: "image/png" }] },
+        {
+          role: "user",
+          content: [{ type: "text", text: "look" }, { type: "image", data: "aGk=", mimeType: "image/png" }]
+        },
         {
           role: "assistant",
           content: [
@@ -68,7 +71,13 @@ describe("Anthropic requests", () => {
           ],
           stopReason: "toolUse"
         },
-        { role: "toolResult", toolCallId: "t1", toolName: "echo", content: [{ type: "text", text: "one" }], isError: false },
+        {
+          role: "toolResult",
+          toolCallId: "t1",
+          toolName: "echo",
+          content: [{ type: "text", text: "one" }],
+          isError: false
+        },
         {
           role: "toolResult",
           toolCallId: "t2",
@@ -138,7 +147,12 @@ describe("Anthropic requests", () => {
         ],
         tools: [
           { name: "echo", description: "fake tool echo", input_schema: parameters },
-          { name: "shot", description: "fake tool shot", input_schema: parameters, cache_control: { type: "ephemeral" } }
+          {
+            name: "shot",
+            description: "fake tool shot",
+            input_schema: parameters,
+            cache_control: { type: "ephemeral" }
+          }
         ],
         thinking: { type: "enabled", budget_tokens: 2048 },
         stream: true
@@ -184,7 +198,13 @@ describe("Anthropic streams", () => {
     Effect.gen(function*() {
       const probe = probeTool(echoTool("write_file"))
       const server = yield* makeServer([
-        sse(start, toolStart(0, "toolu_w", "write_file"), json(0, ""), json(0, "{\"path\": \"a.txt\", \"con"), end("max_tokens"))
+        sse(
+          start,
+          toolStart(0, "toolu_w", "write_file"),
+          json(0, ""),
+          json(0, "{\"path\": \"a.txt\", \"con"),
+          end("max_tokens")
+        )
       ])
       const run = yield* runLoop(layer(server.url), { tools: [probe.tool] })
       assert.deepStrictEqual(run.violations, [])
@@ -205,14 +225,24 @@ describe("Anthropic streams", () => {
     Effect.gen(function*() {
       const probe = probeTool(echoTool("echo"))
       const server = yield* makeServer([
-        sse(start, toolStart(0, "toolu_ok", "echo"), json(0, "{}"), toolStart(1, "toolu_bad", "echo"), json(1, "{\"a\":"), end("tool_use"))
+        sse(
+          start,
+          toolStart(0, "toolu_ok", "echo"),
+          json(0, "{}"),
+          toolStart(1, "toolu_bad", "echo"),
+          json(1, "{\"a\":"),
+          end("tool_use")
+        )
       ])
       const run = yield* runLoop(layer(server.url), { tools: [probe.tool] })
       assert.deepStrictEqual(run.violations, [])
       assert.strictEqual(yield* probe.executions, 0)
       const first = assistants(run.result.messages)[0]!
       assert.strictEqual(first.stopReason, "error")
-      assert.match(first.errorMessage!, /^the arguments of tool call "toolu_bad" \(echo\) are not valid JSON \(.+\); no tool was run$/)
+      assert.match(
+        first.errorMessage!,
+        /^the arguments of tool call "toolu_bad" \(echo\) are not valid JSON \(.+\); no tool was run$/
+      )
       assert.strictEqual(run.result.reason, "error")
       assert.deepStrictEqual(toolResults(run.result.messages).map((r) => r.toolCallId), ["toolu_ok", "toolu_bad"])
     }))
@@ -348,7 +378,10 @@ describe("Anthropic failures", () => {
         status: 400,
         body: JSON.stringify({
           type: "error",
-          error: { type: "invalid_request_error", message: "messages.1.content.0.tool_use.id: String should match pattern" }
+          error: {
+            type: "invalid_request_error",
+            message: "messages.1.content.0.tool_use.id: String should match pattern"
+          }
         })
       }, stopReply])
       const run = yield* runLoop(layer(server.url))
@@ -365,7 +398,8 @@ describe("Anthropic failures", () => {
       const server = yield* makeServer([{
         kind: "status",
         status: 401,
-        body: "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key sk-ant-secret\"}}"
+        body:
+          "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key sk-ant-secret\"}}"
       }])
       const run = yield* runLoop(layer(server.url))
       assert.strictEqual(
@@ -407,7 +441,9 @@ describe("Anthropic failures", () => {
 
   it.effect("an event missing a required field is a ModelError", () =>
     Effect.gen(function*() {
-      const server = yield* makeServer([sse(start, { type: "content_block_delta", delta: { type: "text_delta", text: "x" } })])
+      const server = yield* makeServer([
+        sse(start, { type: "content_block_delta", delta: { type: "text_delta", text: "x" } })
+      ])
       const run = yield* runLoop(layer(server.url))
       assert.match(modelError(run), /^malformed event stream from Anthropic: unexpected event shape: .*index/s)
     }))

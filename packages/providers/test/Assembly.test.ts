@@ -3,8 +3,8 @@
  * batches (`TextBuilder`), and must come out whole and in order however many deltas there are,
  * across every batch boundary.
  */
-import { assert, describe, it } from "@effect/vitest"
 import type { ModelEvent } from "@agentloop/core"
+import { assert, describe, it } from "@effect/vitest"
 import { MessageAssembly, TextBuilder } from "../src/internal/assembly.ts"
 
 describe("assembling a long answer", () => {

@@ -4,10 +4,10 @@
  * cache usage reported; OpenAI-compatible requests that extend the previous one (so automatic
  * prefix caching applies); each turn's `usage.cost` from the price table, summed over the run.
  */
+import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
+import { echoTool } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { echoTool } from "@agentloop/testkit"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import { assistants, runLoop } from "./helpers/loop.ts"
 import { chatSse, makeServer, namedSse } from "./helpers/server.ts"
 import type { Reply } from "./helpers/server.ts"
@@ -55,10 +55,18 @@ const anthropicTurn = (turn: number, final: boolean): Reply => ({
     { type: "content_block_delta", index: 0, delta: { type: "signature_delta", signature: `sig-${turn}` } },
     { type: "content_block_stop", index: 0 },
     { type: "content_block_start", index: 1, content_block: { type: "text", text: "" } },
-    { type: "content_block_delta", index: 1, delta: { type: "text_delta", text: final ? "All done." : `Turn ${turn}.` } },
+    {
+      type: "content_block_delta",
+      index: 1,
+      delta: { type: "text_delta", text: final ? "All done." : `Turn ${turn}.` }
+    },
     { type: "content_block_stop", index: 1 },
     ...(final ? [] : [
-      { type: "content_block_start", index: 2, content_block: { type: "tool_use", id: `toolu_${turn}`, name: "echo", input: {} } },
+      {
+        type: "content_block_start",
+        index: 2,
+        content_block: { type: "tool_use", id: `toolu_${turn}`, name: "echo", input: {} }
+      },
       { type: "content_block_delta", index: 2, delta: { type: "input_json_delta", partial_json: `{"n":${turn}}` } },
       { type: "content_block_stop", index: 2 }
     ]),
@@ -153,18 +161,31 @@ describe("OpenAI-compatible caching and cost", () => {
       {
         choices: [{
           index: 0,
-          delta: { tool_calls: [{ index: 0, id: `call_${turn}`, type: "function", function: { name: "echo", arguments: `{"n":${turn}}` } }] },
+          delta: {
+            tool_calls: [{
+              index: 0,
+              id: `call_${turn}`,
+              type: "function",
+              function: { name: "echo", arguments: `{"n":${turn}}` }
+            }]
+          },
           finish_reason: "tool_calls"
         }]
       },
-      { choices: [], usage: { prompt_tokens: 1500, completion_tokens: 100, prompt_tokens_details: { cached_tokens: 500 } } }
+      {
+        choices: [],
+        usage: { prompt_tokens: 1500, completion_tokens: 100, prompt_tokens_details: { cached_tokens: 500 } }
+      }
     ])
   })
   const finalTurn: Reply = {
     kind: "sse",
     body: chatSse([
       { choices: [{ index: 0, delta: { content: "Done." }, finish_reason: "stop" }] },
-      { choices: [], usage: { prompt_tokens: 1500, completion_tokens: 100, prompt_tokens_details: { cached_tokens: 500 } } }
+      {
+        choices: [],
+        usage: { prompt_tokens: 1500, completion_tokens: 100, prompt_tokens_details: { cached_tokens: 500 } }
+      }
     ])
   }
 
@@ -198,7 +219,15 @@ describe("OpenAI-compatible caching and cost", () => {
         kind: "sse",
         body: chatSse([
           { choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] },
-          { choices: [], usage: { prompt_tokens: 900, completion_tokens: 5, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 100 } }
+          {
+            choices: [],
+            usage: {
+              prompt_tokens: 900,
+              completion_tokens: 5,
+              prompt_cache_hit_tokens: 800,
+              prompt_cache_miss_tokens: 100
+            }
+          }
         ])
       }])
       const run = yield* runLoop(

@@ -2,11 +2,11 @@
  * Building a provider: options that cannot work, and API keys, fail with a
  * `ProviderConfigError` naming the option, before any request is made.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Layer } from "effect"
 import type { Model } from "@agentloop/core"
 import { anthropicFetchLayer, openAiCompatFetchLayer, ProviderConfigError } from "@agentloop/providers"
 import type { AnthropicOptions, OpenAiCompatOptions } from "@agentloop/providers"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Layer } from "effect"
 
 const withEnv = <E>(layer: Layer.Layer<Model, E>, env: Record<string, string>) =>
   layer.pipe(Layer.provide(Layer.succeed(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env }))))
@@ -117,16 +117,32 @@ describe("options", () => {
 
 describe("timeouts, public headers, prices and caching options", () => {
   const cases: ReadonlyArray<readonly [string, Partial<OpenAiCompatOptions>, string]> = [
-    ["negative idle", { timeouts: { idle: -1 } }, "timeouts.idle must be a positive duration (or Infinity for no limit)"],
-    ["zero first byte", { timeouts: { firstByte: 0 } }, "timeouts.firstByte must be a positive duration (or Infinity for no limit)"],
+    [
+      "negative idle",
+      { timeouts: { idle: -1 } },
+      "timeouts.idle must be a positive duration (or Infinity for no limit)"
+    ],
+    [
+      "zero first byte",
+      { timeouts: { firstByte: 0 } },
+      "timeouts.firstByte must be a positive duration (or Infinity for no limit)"
+    ],
     [
       "unparseable request",
       { timeouts: { request: "soon" as unknown as number } },
       "timeouts.request must be a positive duration (or Infinity for no limit)"
     ],
     ["timeouts not an object", { timeouts: 5 as unknown as object }, "timeouts must be an object"],
-    ["publicHeaders not a list", { publicHeaders: "x-title" as unknown as Array<string> }, "publicHeaders must be an array of header names"],
-    ["negative price", { prices: { input: -1, output: 1 } }, "prices.input must be a finite number >= 0 (US dollars per million tokens)"],
+    [
+      "publicHeaders not a list",
+      { publicHeaders: "x-title" as unknown as Array<string> },
+      "publicHeaders must be an array of header names"
+    ],
+    [
+      "negative price",
+      { prices: { input: -1, output: 1 } },
+      "prices.input must be a finite number >= 0 (US dollars per million tokens)"
+    ],
     [
       "missing output price",
       { prices: { input: 1 } as unknown as { input: number; output: number } },
@@ -149,6 +165,8 @@ describe("timeouts, public headers, prices and caching options", () => {
 
   it.effect("Infinity turns a limit off", () =>
     Effect.gen(function*() {
-      yield* Layer.build(withEnv(openAi({ timeouts: { firstByte: "Infinity", idle: Infinity, request: "Infinity" } }), {}))
+      yield* Layer.build(
+        withEnv(openAi({ timeouts: { firstByte: "Infinity", idle: Infinity, request: "Infinity" } }), {})
+      )
     }))
 })

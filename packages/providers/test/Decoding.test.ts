@@ -6,11 +6,11 @@
  * hands the body over in exactly the chunks given (a loopback server may merge them), and each
  * split must give the same events and the same final message as the whole body in one chunk.
  */
+import type { AssistantMessage, ModelEvent } from "@agentloop/core"
+import { defaultRetryPolicy, defaultTimeouts, makeAnthropic, makeOpenAiCompat } from "@agentloop/providers"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Stream } from "effect"
-import type { AssistantMessage, ModelEvent } from "@agentloop/core"
 import { HttpClient, HttpClientResponse } from "effect/http"
-import { defaultRetryPolicy, defaultTimeouts, makeAnthropic, makeOpenAiCompat } from "@agentloop/providers"
 import { messagesProtocol } from "../src/internal/anthropicWire.ts"
 import { chatProtocol } from "../src/internal/openAiWire.ts"
 import { makeCleaner } from "../src/internal/text.ts"
@@ -71,7 +71,9 @@ const decodeChunks = (provider: Provider, chunks: ReadonlyArray<Uint8Array>) => 
     timeouts: defaultTimeouts,
     prices: false as const
   }
-  return Effect.exit(Stream.runCollect(modelEvents(call, clean, protocol, Stream.fromIterable(chunks), { finished: false })))
+  return Effect.exit(
+    Stream.runCollect(modelEvents(call, clean, protocol, Stream.fromIterable(chunks), { finished: false }))
+  )
 }
 
 /** A Messages stream with everything a parser can trip on: CRLF, CR and LF line ends, comments, an `id:` and a `retry:` line, data split over several `data:` lines, multi-byte characters, a ping. */
@@ -127,7 +129,12 @@ const expectedEvents = (provider: Provider): Exit.Exit<ReadonlyArray<ModelEvent>
   const id = provider === "anthropic" ? "toolu_1" : "call_1"
   const message: AssistantMessage = {
     role: "assistant",
-    content: [{ type: "text", text: "héllo 日本 🙂, wörld" }, { type: "toolCall", id, name: "write", arguments: { path: "ä.ts" } }],
+    content: [{ type: "text", text: "héllo 日本 🙂, wörld" }, {
+      type: "toolCall",
+      id,
+      name: "write",
+      arguments: { path: "ä.ts" }
+    }],
     stopReason: "toolUse",
     usage: { input: 10, output: 42 },
     model: provider === "anthropic" ? "claude-x" : "gpt-x",

@@ -3,11 +3,11 @@
  * retried; each retry is a log line and a span event; answers that are not event streams fail
  * once naming their content type; long error texts are clipped; unknown finish reasons are errors.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
 import type { ModelErrorReason } from "@agentloop/core"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import type { OpenAiCompatOptions } from "@agentloop/providers"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { assistants, deltas, runLoop } from "./helpers/loop.ts"
 import { makeRecorder, modelErrorOf, streamOnce } from "./helpers/model.ts"
 import { chatSse, makeServer, namedSse } from "./helpers/server.ts"
@@ -38,18 +38,32 @@ describe("the reason of a failed request", () => {
       name: "400 context length (OpenAI)",
       reply: status(
         400,
-        openAiError("This model's maximum context length is 128000 tokens.", "invalid_request_error", "context_length_exceeded")
+        openAiError(
+          "This model's maximum context length is 128000 tokens.",
+          "invalid_request_error",
+          "context_length_exceeded"
+        )
       ),
       reason: "context_length"
     },
     {
       name: "400 context length (Anthropic)",
-      reply: status(400, "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}"),
+      reply: status(
+        400,
+        "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}"
+      ),
       reason: "context_length"
     },
     {
       name: "400 content filter (Azure)",
-      reply: status(400, openAiError("The response was filtered due to the prompt triggering Azure OpenAI's content management policy.", "invalid_request_error", "content_filter")),
+      reply: status(
+        400,
+        openAiError(
+          "The response was filtered due to the prompt triggering Azure OpenAI's content management policy.",
+          "invalid_request_error",
+          "content_filter"
+        )
+      ),
       reason: "content_filter"
     },
     { name: "400 other", reply: status(400, openAiError("Invalid 'temperature'")), reason: "invalid_request" },
@@ -106,7 +120,12 @@ describe("the reason of a failed request", () => {
       const server = yield* makeServer([overloaded, overloaded])
       const error = modelErrorOf(
         yield* streamOnce(
-          anthropicFetchLayer({ model: "claude-test", baseUrl: server.url, apiKey: "k", retry: { maxRetries: 1, ...noWait } })
+          anthropicFetchLayer({
+            model: "claude-test",
+            baseUrl: server.url,
+            apiKey: "k",
+            retry: { maxRetries: 1, ...noWait }
+          })
         )
       )
       assert.deepStrictEqual([error.reason, error.retried, error.attempts], ["overloaded", true, 2])
@@ -147,7 +166,9 @@ describe("retries leave a trace", () => {
 describe("answers that are not event streams", () => {
   it.effect("a 200 text/html login page fails once, naming the content type", () =>
     Effect.gen(function*() {
-      const page: Reply = status(200, "<html><body><h1>Sign in</h1></body></html>", { "content-type": "text/html; charset=utf-8" })
+      const page: Reply = status(200, "<html><body><h1>Sign in</h1></body></html>", {
+        "content-type": "text/html; charset=utf-8"
+      })
       const server = yield* makeServer([page, page, page, page])
       const exit = yield* streamOnce(openAi(server.url))
       const error = modelErrorOf(exit)
@@ -180,7 +201,10 @@ describe("long error texts", () => {
       const server = yield* makeServer([status(400, openAiError("y".repeat(1_000_000)))])
       const run = yield* runLoop(openAi(server.url))
       assert.isBelow(run.result.error!.length, 700)
-      assert.match(run.result.error!, /^model error: the OpenAI-compatible server answered HTTP 400: invalid_request_error: y+…$/)
+      assert.match(
+        run.result.error!,
+        /^model error: the OpenAI-compatible server answered HTTP 400: invalid_request_error: y+…$/
+      )
     }))
 
   it.effect("a 1 MB in-band error message becomes a short errorMessage", () =>
@@ -197,7 +221,10 @@ describe("long error texts", () => {
 describe("finish reasons", () => {
   it.effect("an unknown finish reason after partial output ends error, naming it", () =>
     Effect.gen(function*() {
-      const server = yield* makeServer([{ kind: "sse", body: chatSse([text("Part of an ans"), text("", "recitation")]) }])
+      const server = yield* makeServer([{
+        kind: "sse",
+        body: chatSse([text("Part of an ans"), text("", "recitation")])
+      }])
       const run = yield* runLoop(openAi(server.url))
       assert.deepStrictEqual(run.violations, [])
       const [message] = assistants(run.result.messages)

@@ -7,14 +7,14 @@
  * and requires the same steps (events, failures and their messages, the final message). It also
  * checks that the recorded hot events do take the fast path (otherwise it would be useless).
  */
-import { readdirSync, readFileSync } from "node:fs"
+import type { ModelEvent } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Sse } from "effect/encoding"
 import * as fc from "fast-check"
+import { readdirSync, readFileSync } from "node:fs"
 import { fastBlockDelta, messagesProtocol } from "../src/internal/anthropicWire.ts"
 import { chatProtocol, fastChunk } from "../src/internal/openAiWire.ts"
 import { makeCleaner } from "../src/internal/text.ts"
-import type { ModelEvent } from "@agentloop/core"
 import type { Step, WireProtocol } from "../src/internal/transport.ts"
 
 const fixtureRoot = new URL("../../../../shared/fixtures/providers/", import.meta.url)

@@ -3,15 +3,15 @@
  * `LanguageModel` (built with `LanguageModel.make`) that records what it is asked and streams
  * scripted response parts.
  */
+import type { Message } from "@agentloop/core"
+import { languageModelBridgeLayer } from "@agentloop/providers"
+import { echoTool, probeTool } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
-import type { Message } from "@agentloop/core"
-import { echoTool, probeTool } from "@agentloop/testkit"
-import { languageModelBridgeLayer } from "@agentloop/providers"
 import { AiError, LanguageModel, Prompt, Tool } from "effect/ai"
 import type { Response } from "effect/ai"
-import { modelErrorOf, streamOnce } from "./helpers/model.ts"
 import { assistants, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
+import { modelErrorOf, streamOnce } from "./helpers/model.ts"
 
 const usage = (input: number, output: number, cacheRead?: number) => ({
   inputTokens: { uncached: input, total: input + (cacheRead ?? 0), cacheRead, cacheWrite: undefined },
@@ -166,8 +166,15 @@ describe("LanguageModel bridge", () => {
     Effect.gen(function*() {
       const fake = fakeLanguageModel([[{ type: "finish", reason: "stop", usage: usage(1, 1) }]])
       const messages: ReadonlyArray<Message> = [
-        { role: "user", content: [{ type: "text", text: "see" }, { type: "image", data: "aGk=", mimeType: "image/png" }] },
-        { role: "assistant", content: [{ type: "toolCall", id: "c", name: "shot", arguments: {} }], stopReason: "toolUse" },
+        {
+          role: "user",
+          content: [{ type: "text", text: "see" }, { type: "image", data: "aGk=", mimeType: "image/png" }]
+        },
+        {
+          role: "assistant",
+          content: [{ type: "toolCall", id: "c", name: "shot", arguments: {} }],
+          stopReason: "toolUse"
+        },
         {
           role: "toolResult",
           toolCallId: "c",
@@ -178,7 +185,10 @@ describe("LanguageModel bridge", () => {
       ]
       yield* runLoop(fake.model, { messages })
       assert.deepStrictEqual(fake.seen[0]!.prompt.content.map(project), [
-        { role: "user", content: [{ type: "text", text: "see" }, { type: "file", mediaType: "image/png", data: "aGk=" }] },
+        {
+          role: "user",
+          content: [{ type: "text", text: "see" }, { type: "file", mediaType: "image/png", data: "aGk=" }]
+        },
         { role: "assistant", content: [{ type: "tool-call", id: "c", name: "shot", params: {} }] },
         {
           role: "tool",
@@ -238,7 +248,10 @@ describe("LanguageModel bridge", () => {
       const run = yield* runLoop(fake.model, { tools: [probe.tool] })
       assert.deepStrictEqual(run.violations, [])
       assert.strictEqual(yield* probe.executions, 0)
-      assert.strictEqual(run.result.error, "the arguments of tool call \"b1\" (lookup) are not an object; no tool was run")
+      assert.strictEqual(
+        run.result.error,
+        "the arguments of tool call \"b1\" (lookup) are not an object; no tool was run"
+      )
     }))
 
   it.effect("an error part ends the message error", () =>

@@ -2,8 +2,8 @@
  * The table of known models: names a user or a server may give, context windows for compaction,
  * dated prices, and the cost of a usage.
  */
-import { assert, describe, it } from "@effect/vitest"
 import { knownModels, modelInfo, usageCost } from "@agentloop/providers"
+import { assert, describe, it } from "@effect/vitest"
 
 describe("modelInfo", () => {
   it("knows the models the README names, with a context window and dated prices", () => {
@@ -14,7 +14,12 @@ describe("modelInfo", () => {
       assert.match(info.pricesAsOf ?? "", /^\d{4}-\d{2}-\d{2}$/, name)
     }
     assert.deepStrictEqual(modelInfo("gpt-4.1").prices, { input: 2, output: 8, cacheRead: 0.5, cacheWrite: 2 })
-    assert.deepStrictEqual(modelInfo("claude-sonnet-4-5").prices, { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 })
+    assert.deepStrictEqual(modelInfo("claude-sonnet-4-5").prices, {
+      input: 3,
+      output: 15,
+      cacheRead: 0.3,
+      cacheWrite: 3.75
+    })
     assert.strictEqual(modelInfo("claude-sonnet-4-5").contextWindow, 200_000)
     assert.strictEqual(modelInfo("gpt-4.1").contextWindow, 1_047_576)
   })
@@ -40,7 +45,11 @@ describe("modelInfo", () => {
 describe("usageCost", () => {
   it("prices each kind of token, cache tokens at input price when the prices leave them out", () => {
     const usage = { input: 1_000_000, output: 500_000, cacheRead: 2_000_000, cacheWrite: 100_000 }
-    assert.closeTo(usageCost(usage, { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 }), 3 + 7.5 + 0.6 + 0.375, 1e-9)
+    assert.closeTo(
+      usageCost(usage, { input: 3, output: 15, cacheRead: 0.3, cacheWrite: 3.75 }),
+      3 + 7.5 + 0.6 + 0.375,
+      1e-9
+    )
     assert.closeTo(usageCost(usage, { input: 1, output: 2 }), 1 + 1 + 2 + 0.1, 1e-9)
     assert.strictEqual(usageCost({ input: 0, output: 0 }, { input: 1, output: 1 }), 0)
   })

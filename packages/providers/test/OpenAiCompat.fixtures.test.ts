@@ -3,11 +3,11 @@
  * `openai-compat/*`), replayed by a loopback server through the whole loop, checked against
  * `expected.json` and the fixtures' README.
  */
+import type { AssistantMessage, StopReason } from "@agentloop/core"
+import { openAiCompatFetchLayer } from "@agentloop/providers"
+import { echoTool } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { AssistantMessage, StopReason } from "@agentloop/core"
-import { echoTool } from "@agentloop/testkit"
-import { openAiCompatFetchLayer } from "@agentloop/providers"
 import { assistants, deltas, expected, fixture, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
 import { chatSse, makeServer } from "./helpers/server.ts"
 import { withCost } from "./helpers/usage.ts"

@@ -3,18 +3,18 @@
  * understands (cases the recorded fixtures lack are written from the Chat Completions API
  * reference), and every failure, each through the whole loop against a loopback server.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Fiber, Layer } from "effect"
 import type { AssistantMessage, Message } from "@agentloop/core"
-import { echoTool, probeTool } from "@agentloop/testkit"
 import { openAiCompatFetchLayer } from "@agentloop/providers"
 import type { OpenAiCompatOptions } from "@agentloop/providers"
+import { echoTool, probeTool } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { makeSleepWatch } from "./helpers/clock.ts"
-import { noTimeouts } from "./helpers/usage.ts"
 import { assistants, deltas, modelEvents, runLoop, toolResults } from "./helpers/loop.ts"
 import { chatSse, makeServer, sentHeaders } from "./helpers/server.ts"
 import type { Reply } from "./helpers/server.ts"
+import { noTimeouts } from "./helpers/usage.ts"
 
 const layer = (url: string, options: Partial<OpenAiCompatOptions> = {}) =>
   openAiCompatFetchLayer({ model: "test-model", baseUrl: `${url}/v1`, apiKey: "sk-test-123", ...options })
@@ -44,7 +44,10 @@ describe("OpenAI-compatible requests", () => {
     Effect.gen(function*() {
       const server = yield* makeServer([stopReply])
       const messages: ReadonlyArray<Message> = [
-        { role: "user", content: [{ type: "text", text: "look" }, { type: "image", data: "aGk=", mimeType: "image/png" }] },
+        {
+          role: "user",
+          content: [{ type: "text", text: "look" }, { type: "image", data: "aGk=", mimeType: "image/png" }]
+        },
         {
           role: "assistant",
           content: [
@@ -56,7 +59,13 @@ describe("OpenAI-compatible requests", () => {
           ],
           stopReason: "toolUse"
         },
-        { role: "toolResult", toolCallId: "c1", toolName: "echo", content: [{ type: "text", text: "one" }], isError: false },
+        {
+          role: "toolResult",
+          toolCallId: "c1",
+          toolName: "echo",
+          content: [{ type: "text", text: "one" }],
+          isError: false
+        },
         {
           role: "toolResult",
           toolCallId: "c2",
@@ -119,8 +128,14 @@ describe("OpenAI-compatible requests", () => {
           { role: "user", content: "thanks" }
         ],
         tools: [
-          { type: "function", function: { name: "echo", description: "fake tool echo", parameters: fakeToolParameters } },
-          { type: "function", function: { name: "shot", description: "fake tool shot", parameters: fakeToolParameters } }
+          {
+            type: "function",
+            function: { name: "echo", description: "fake tool echo", parameters: fakeToolParameters }
+          },
+          {
+            type: "function",
+            function: { name: "shot", description: "fake tool shot", parameters: fakeToolParameters }
+          }
         ],
         max_tokens: 321,
         temperature: 0.5,
@@ -298,7 +313,10 @@ describe("OpenAI-compatible streams", () => {
       const run = yield* runLoop(layer(server.url))
       const first = assistants(run.result.messages)[0]!
       assert.strictEqual(first.stopReason, "error")
-      assert.strictEqual(first.errorMessage, "the OpenAI-compatible server stopped the response with its content filter")
+      assert.strictEqual(
+        first.errorMessage,
+        "the OpenAI-compatible server stopped the response with its content filter"
+      )
       assert.strictEqual(run.result.reason, "error")
     }))
 
@@ -357,7 +375,12 @@ describe("OpenAI-compatible failures", () => {
   it.effect("429 then success: waits exactly what Retry-After says, then streams", () =>
     Effect.gen(function*() {
       const server = yield* makeServer([
-        { kind: "status", status: 429, headers: { "retry-after": "2" }, body: "{\"error\":{\"message\":\"slow down\"}}" },
+        {
+          kind: "status",
+          status: 429,
+          headers: { "retry-after": "2" },
+          body: "{\"error\":{\"message\":\"slow down\"}}"
+        },
         stopReply
       ])
       const sleeps = yield* makeSleepWatch
@@ -413,7 +436,11 @@ describe("OpenAI-compatible failures", () => {
         kind: "status",
         status: 400,
         body: JSON.stringify({
-          error: { message: "Invalid 'messages[0].content': string too long.", type: "invalid_request_error", code: null }
+          error: {
+            message: "Invalid 'messages[0].content': string too long.",
+            type: "invalid_request_error",
+            code: null
+          }
         })
       }, stopReply])
       const run = yield* runLoop(layer(server.url))
@@ -442,7 +469,11 @@ describe("OpenAI-compatible failures", () => {
 
   it.effect("Ollama's string error body is the message", () =>
     Effect.gen(function*() {
-      const server = yield* makeServer([{ kind: "status", status: 404, body: "{\"error\":\"model 'llama9' not found\"}" }])
+      const server = yield* makeServer([{
+        kind: "status",
+        status: 404,
+        body: "{\"error\":\"model 'llama9' not found\"}"
+      }])
       const run = yield* runLoop(layer(server.url))
       assert.strictEqual(
         modelError(run),
@@ -468,7 +499,10 @@ describe("OpenAI-compatible failures", () => {
     Effect.gen(function*() {
       const server = yield* makeServer([{ kind: "sse", body: chatSse([text("Hello")], false) }])
       const run = yield* runLoop(layer(server.url))
-      assert.strictEqual(modelError(run), "the stream from the OpenAI-compatible server ended before the response was complete")
+      assert.strictEqual(
+        modelError(run),
+        "the stream from the OpenAI-compatible server ended before the response was complete"
+      )
     }))
 
   it.effect("malformed SSE data is a ModelError, not retried", () =>
@@ -488,9 +522,15 @@ describe("OpenAI-compatible failures", () => {
 
   it.effect("a chunk of the wrong shape is a ModelError", () =>
     Effect.gen(function*() {
-      const server = yield* makeServer([{ kind: "sse", body: chatSse([{ choices: [{ index: 0, delta: { content: 42 } }] }]) }])
+      const server = yield* makeServer([{
+        kind: "sse",
+        body: chatSse([{ choices: [{ index: 0, delta: { content: 42 } }] }])
+      }])
       const run = yield* runLoop(layer(server.url))
-      assert.match(modelError(run), /^malformed event stream from the OpenAI-compatible server: unexpected event shape: /)
+      assert.match(
+        modelError(run),
+        /^malformed event stream from the OpenAI-compatible server: unexpected event shape: /
+      )
     }))
 
   it.effect("a JSON answer to a streaming request is a ModelError", () =>
@@ -507,7 +547,10 @@ describe("OpenAI-compatible failures", () => {
     Effect.gen(function*() {
       const url = yield* Effect.scoped(Effect.map(makeServer([]), (server) => server.url)) // closed again
       const run = yield* runLoop(openAiCompatFetchLayer({ model: "m", baseUrl: `${url}/v1`, retry: { maxRetries: 0 } }))
-      assert.match(modelError(run), new RegExp(`^could not reach the OpenAI-compatible server at ${url}/v1/chat/completions: .+`))
+      assert.match(
+        modelError(run),
+        new RegExp(`^could not reach the OpenAI-compatible server at ${url}/v1/chat/completions: .+`)
+      )
     }))
 
   it.effect("aborting the run while the model streams cancels the HTTP request", () =>

@@ -1,6 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Duration, Result } from "effect"
-import { Headers } from "effect/http"
 import {
   backoffDelay,
   defaultRetryPolicy,
@@ -9,6 +6,9 @@ import {
   retryAfterOf,
   shouldRetryResponse
 } from "@agentloop/providers"
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Result } from "effect"
+import { Headers } from "effect/http"
 
 const millis = (d: Duration.Duration) => Duration.toMillis(d)
 const failureMessage = <A>(result: Result.Result<A, { readonly message: string }>) =>
@@ -21,7 +21,12 @@ describe("makeRetryPolicy", () => {
   })
 
   it("takes durations in any effect form", () => {
-    const policy = makeRetryPolicy({ maxRetries: 0, initialDelay: 10, maxDelay: "2 seconds", maxRetryAfter: Duration.minutes(5) })
+    const policy = makeRetryPolicy({
+      maxRetries: 0,
+      initialDelay: 10,
+      maxDelay: "2 seconds",
+      maxRetryAfter: Duration.minutes(5)
+    })
     assert.isTrue(Result.isSuccess(policy))
     if (Result.isSuccess(policy)) {
       assert.deepStrictEqual(
@@ -53,7 +58,12 @@ describe("makeRetryPolicy", () => {
 
 describe("backoffDelay", () => {
   it("doubles from initialDelay, is capped at maxDelay, and jitter takes up to its fraction away", () => {
-    const policy = { ...defaultRetryPolicy, initialDelay: Duration.millis(500), maxDelay: Duration.seconds(5), jitter: 0.25 }
+    const policy = {
+      ...defaultRetryPolicy,
+      initialDelay: Duration.millis(500),
+      maxDelay: Duration.seconds(5),
+      jitter: 0.25
+    }
     assert.deepStrictEqual([0, 1, 2, 3, 4, 10].map((retry) => millis(backoffDelay(policy, retry, 0))), [
       500,
       1000,

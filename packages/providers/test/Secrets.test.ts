@@ -4,10 +4,10 @@
  * spans, in-band stream errors included; and redirects are refused, so nothing is sent to
  * another address.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import type { OpenAiCompatOptions } from "@agentloop/providers"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
 import { assistants, runLoop } from "./helpers/loop.ts"
 import { makeRecorder, modelErrorOf, streamOnce } from "./helpers/model.ts"
 import { chatSse, makeServer, namedSse } from "./helpers/server.ts"
@@ -211,7 +211,10 @@ describe("redirects are never followed", () => {
       const elsewhere = yield* makeServer([{ kind: "sse", body: "" }])
       const server = yield* makeServer([status(302, "", { location: `${elsewhere.url}/v1/messages` })])
       const run = yield* runLoop(anthropicFetchLayer({ model: "claude-test", baseUrl: server.url, apiKey }))
-      assert.match(run.result.error!, /^model error: Anthropic answered HTTP 302, a redirect to http:\/\/127\.0\.0\.1:\d+;/)
+      assert.match(
+        run.result.error!,
+        /^model error: Anthropic answered HTTP 302, a redirect to http:\/\/127\.0\.0\.1:\d+;/
+      )
       assert.deepStrictEqual(yield* elsewhere.requests, [])
     }))
 })

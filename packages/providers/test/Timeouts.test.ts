@@ -3,10 +3,10 @@
  * ending the turn with an error that names the limit and its length, driven by the `TestClock`;
  * abort still cancels at once; a complete answer whose stream then stalls or drops is kept.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
 import { anthropicFetchLayer, defaultTimeouts, openAiCompatFetchLayer } from "@agentloop/providers"
 import type { OpenAiCompatOptions } from "@agentloop/providers"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
 import { Duration } from "effect"
 import { TestClock } from "effect/testing"
 import { makeSleepWatch } from "./helpers/clock.ts"
@@ -95,7 +95,10 @@ describe("idle time between events", () => {
       assert.isUndefined(fiber.pollUnsafe())
       yield* TestClock.adjust("1 millis")
       const run = yield* Fiber.join(fiber)
-      assert.strictEqual(run.result.error, "model error: the OpenAI-compatible server sent no event within 30s (timeouts.idle)")
+      assert.strictEqual(
+        run.result.error,
+        "model error: the OpenAI-compatible server sent no event within 30s (timeouts.idle)"
+      )
       yield* server.clientClosed
       assert.strictEqual((yield* server.requests).length, 1)
     }))
@@ -110,21 +113,28 @@ describe("idle time between events", () => {
       yield* TestClock.adjust("30 seconds")
       const run = yield* Fiber.join(fiber)
       assert.strictEqual(deltas(run.events, "text_delta"), "Hel")
-      assert.strictEqual(run.result.error, "model error: the OpenAI-compatible server sent no event within 30s (timeouts.idle)")
+      assert.strictEqual(
+        run.result.error,
+        "model error: the OpenAI-compatible server sent no event within 30s (timeouts.idle)"
+      )
       assert.deepStrictEqual(assistants(run.result.messages), [])
       assert.deepStrictEqual(run.violations, [])
     }))
 
-  it.live("a byte at a time that never completes an event does not reset the limit (real time, tiny limits)", () =>
-    Effect.gen(function*() {
-      const server = yield* makeServer([{ kind: "drip", body: "data: {\"choices\":[]}", everyMillis: 15 }])
-      const run = yield* runLoop(openAi(server.url, { timeouts: { idle: "250 millis" } }))
-      assert.strictEqual(
-        run.result.error,
-        "model error: the OpenAI-compatible server sent no event within 250ms (timeouts.idle)"
-      )
-      yield* server.clientClosed
-    }), { timeout: 5000 })
+  it.live(
+    "a byte at a time that never completes an event does not reset the limit (real time, tiny limits)",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* makeServer([{ kind: "drip", body: "data: {\"choices\":[]}", everyMillis: 15 }])
+        const run = yield* runLoop(openAi(server.url, { timeouts: { idle: "250 millis" } }))
+        assert.strictEqual(
+          run.result.error,
+          "model error: the OpenAI-compatible server sent no event within 250ms (timeouts.idle)"
+        )
+        yield* server.clientClosed
+      }),
+    { timeout: 5000 }
+  )
 })
 
 describe("the whole request", () => {
@@ -146,18 +156,26 @@ describe("the whole request", () => {
       yield* server.clientClosed
     }))
 
-  it.live("events that keep coming (real time, tiny limits) still end at timeouts.request", () =>
-    Effect.gen(function*() {
-      // an event every few tens of milliseconds: the idle limit never runs out, though the request
-      // outlasts it more than twice (margins wide enough for a loaded machine: at 200 ms the idle
-      // limit ran out under a load average of 14 on 2 cores)
-      const server = yield* makeServer([{ kind: "drip", body: ": ping\n\ndata: {\"choices\":[]}\n\n", everyMillis: 1 }])
-      const run = yield* runLoop(openAi(server.url, { timeouts: { idle: "600 millis", request: "1500 millis" } }))
-      assert.strictEqual(
-        run.result.error,
-        "model error: the OpenAI-compatible server did not finish the response within 1s 500ms (timeouts.request)"
-      )
-    }), { timeout: 5000 })
+  it.live(
+    "events that keep coming (real time, tiny limits) still end at timeouts.request",
+    () =>
+      Effect.gen(function*() {
+        // an event every few tens of milliseconds: the idle limit never runs out, though the request
+        // outlasts it more than twice (margins wide enough for a loaded machine: at 200 ms the idle
+        // limit ran out under a load average of 14 on 2 cores)
+        const server = yield* makeServer([{
+          kind: "drip",
+          body: ": ping\n\ndata: {\"choices\":[]}\n\n",
+          everyMillis: 1
+        }])
+        const run = yield* runLoop(openAi(server.url, { timeouts: { idle: "600 millis", request: "1500 millis" } }))
+        assert.strictEqual(
+          run.result.error,
+          "model error: the OpenAI-compatible server did not finish the response within 1s 500ms (timeouts.request)"
+        )
+      }),
+    { timeout: 5000 }
+  )
 })
 
 describe("a complete answer is kept", () => {

@@ -1,8 +1,8 @@
 // (e) A user's own test of their agent, with vitest, @effect/vitest and the testkit.
-import { assert, it } from "@effect/vitest"
-import { Effect, Fiber, Schema } from "effect"
 import { defineTool } from "@agentloop/core"
 import { makeGatedTool, runScripted, toolCall, turn } from "@agentloop/testkit"
+import { assert, it } from "@effect/vitest"
+import { Effect, Fiber, Schema } from "effect"
 
 const half = defineTool({
   name: "half",

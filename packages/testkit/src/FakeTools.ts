@@ -7,9 +7,9 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Exit, Schema } from "effect"
 import { defineTool, ToolError } from "@agentloop/core"
 import type { AnyTool, Tool, ToolOutput } from "@agentloop/core"
+import { Deferred, Duration, Effect, Exit, Schema } from "effect"
 
 const AnyArgs = Schema.Record(Schema.String, Schema.Unknown)
 

@@ -40,7 +40,6 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Duration, Effect, Exit, Fiber, Layer, Option, References, Schema, Stream } from "effect"
 import {
   EventSink,
   Executor,
@@ -65,6 +64,7 @@ import type {
   ToolCall,
   ToolResultMessage
 } from "@agentloop/core"
+import { Deferred, Duration, Effect, Exit, Fiber, Layer, Option, References, Schema, Stream } from "effect"
 import { fakeTool, probeTool } from "./FakeTools.ts"
 import { checkInvariants } from "./Invariants.ts"
 import { assistant, makeScriptedModel, toolCall, turn } from "./ScriptedModel.ts"
@@ -362,8 +362,7 @@ export const generateFaultPlan = (seed: number, options: FaultPlanOptions = {}):
     if (outcome === "hang" || outcome === "awaitSignal") hangs = true
     return { id, tool: FAULT_TOOL, outcome, yields }
   }
-  const calls = (turnIndex: number) =>
-    Array.from({ length: random.int(1, maxCalls) }, (_, k) => callPlan(turnIndex, k))
+  const calls = (turnIndex: number) => Array.from({ length: random.int(1, maxCalls) }, (_, k) => callPlan(turnIndex, k))
 
   const turnPlan = (index: number): TurnPlan => {
     const r = random.next()
@@ -424,17 +423,19 @@ export const generateFaultPlan = (seed: number, options: FaultPlanOptions = {}):
     }
   }
 
-  const input: InputPlan = random.chance(0.7) ? "clean" : random.pick([
-    "dangling",
-    "partial",
-    "orphan",
-    "duplicateResult",
-    "wrongToolName",
-    "invalidMessage",
-    "duplicateInputIds",
-    "notArray",
-    "badMaxSteps"
-  ] as const)
+  const input: InputPlan = random.chance(0.7) ? "clean" : random.pick(
+    [
+      "dangling",
+      "partial",
+      "orphan",
+      "duplicateResult",
+      "wrongToolName",
+      "invalidMessage",
+      "duplicateInputIds",
+      "notArray",
+      "badMaxSteps"
+    ] as const
+  )
 
   // An `AbortSignal` may fire before the run starts (the loop sees it aborted at once); an outside
   // interruption comes at the first event or later: a fiber interrupted before it has started
@@ -485,7 +486,11 @@ export const faultsOf = (plan: FaultPlan): Array<string> => {
   if (plan.stop.kind !== "none") out.push(stopLabel(plan.stop))
   if (plan.sink.kind !== "none") out.push(`sink:${plan.sink.kind}`)
   for (const t of plan.turns) out.push(...turnFaults(t))
-  if (plan.child !== undefined) for (const t of plan.child.turns) out.push(...turnFaults(t).map((f) => `child ${f}`))
+  if (plan.child !== undefined) {
+    for (const t of plan.child.turns) {
+      out.push(...turnFaults(t).map((f) => `child ${f}`))
+    }
+  }
   return out
 }
 
@@ -853,12 +858,16 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
     const model = yield* makeScriptedModel(built.turns)
     // the sub-agent: its own script and fault tool (its call ids repeat across its runs: not probed)
     const child = plan.child
-    const childModel = child === undefined ? undefined : yield* makeScriptedModel(buildScript(child.turns, stopper).turns)
+    const childModel = child === undefined
+      ? undefined
+      : yield* makeScriptedModel(buildScript(child.turns, stopper).turns)
     const subAgents: Array<AnyTool> = child === undefined || childModel === undefined ? [] : [
       subAgentTool({
         name: SUB_AGENT,
         description: "a generated sub-agent",
-        tools: [fakeTool(FAULT_TOOL, (args, context) => faultBehaviour(args, context, stopper), "a tool that misbehaves")],
+        tools: [
+          fakeTool(FAULT_TOOL, (args, context) => faultBehaviour(args, context, stopper), "a tool that misbehaves")
+        ],
         model: childModel.layer,
         maxSteps: child.maxSteps,
         ...(child.output ? { output: FaultAnswer } : {})
@@ -978,10 +987,14 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
       const answered = last?.role === "toolResult" && !last.isError && isAcceptedAnswer(last.details)
       if (plan.output === true && result.reason === "stop") {
         if (!answered) violations.push("a run with an output schema ended stop without its accepted answer last")
-        if (JSON.stringify(result.output) !== JSON.stringify({ n: 1 })) violations.push("a stop without the decoded answer")
+        if (JSON.stringify(result.output) !== JSON.stringify({ n: 1 })) {
+          violations.push("a stop without the decoded answer")
+        }
       }
       if ((plan.output !== true || result.reason !== "stop") && "output" in result) {
-        violations.push(`an output in a run that ended ${result.reason}${plan.output === true ? "" : " without an output schema"}`)
+        violations.push(
+          `an output in a run that ended ${result.reason}${plan.output === true ? "" : " without an output schema"}`
+        )
       }
     }
     // the faults the run met: its input, the stop if it fired, the sink fault if an event hit it,
@@ -995,7 +1008,7 @@ export const runFaultPlan = (plan: FaultPlan, setup: FaultSetup = {}): Effect.Ef
     const outcomeOf = new Map<string, CallOutcome>()
     plan.turns.forEach((t, index) => {
       if (index >= requests.length) return
-      if ("calls" in t && typeof t.calls !== "number") for (const c of t.calls) outcomeOf.set(c.id, c.outcome)
+      if ("calls" in t && typeof t.calls !== "number") { for (const c of t.calls) outcomeOf.set(c.id, c.outcome) }
       exercised.push(...turnFaults(t).filter((f) => !f.startsWith("tool:")))
     })
     for (const message of result?.messages ?? []) {

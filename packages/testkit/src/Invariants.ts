@@ -79,7 +79,8 @@ const checkSubAgents = (
   events: ReadonlyArray<LoopEvent>
 ): Array<InvariantViolation> => {
   const progress = events.flatMap((event) =>
-    event.type === "tool_progress" && isSubAgentEvent(event.progress) && event.progress.path[0]?.toolCallId === event.toolCallId ?
+    event.type === "tool_progress" && isSubAgentEvent(event.progress) &&
+      event.progress.path[0]?.toolCallId === event.toolCallId ?
       [event.progress] :
       []
   )
@@ -89,7 +90,9 @@ const checkSubAgents = (
   for (const child of children) {
     const own = progress.flatMap((p) => samePath(child.path, p.path) ? [p.event] : [])
     const { agent: _, output: __, ...result } = child.run
-    for (const v of checkRun({ input: child.run.messages.slice(0, 1), result: result as AgentRunResult, events: own })) {
+    for (
+      const v of checkRun({ input: child.run.messages.slice(0, 1), result: result as AgentRunResult, events: own })
+    ) {
       violations.push({ invariant: v.invariant, message: `${child.label}: ${v.message}` })
     }
   }

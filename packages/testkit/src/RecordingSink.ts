@@ -3,9 +3,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer } from "effect"
 import { EventSink } from "@agentloop/core"
 import type { LoopEvent } from "@agentloop/core"
+import { Effect, Layer } from "effect"
 
 /**
  * @since 0.1.0

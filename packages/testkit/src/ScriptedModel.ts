@@ -8,9 +8,9 @@
  *
  * @since 0.1.0
  */
-import { Data, Effect, Layer, Stream } from "effect"
 import { FINAL_ANSWER_TOOL, Model, ModelError } from "@agentloop/core"
 import type { AssistantMessage, ModelEvent, ModelRequest, ToolCall, Usage } from "@agentloop/core"
+import { Data, Effect, Layer, Stream } from "effect"
 
 /**
  * One scripted answer: a function from the request to the stream of events.

@@ -4,12 +4,20 @@
  *
  * @since 0.1.0
  */
-import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
 import { callbackSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
-import type { AgentLoopOptions, AgentRunResult, AnyTool, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
+import type {
+  AgentLoopOptions,
+  AgentRunResult,
+  AnyTool,
+  Executor,
+  LoopEvent,
+  Message,
+  ModelRequest
+} from "@agentloop/core"
+import { Deferred, Effect, Exit, Fiber, Layer } from "effect"
+import type { FaultEngine } from "./FaultInjection.ts"
 import { checkInvariants } from "./Invariants.ts"
 import type { InvariantViolation } from "./Invariants.ts"
-import type { FaultEngine } from "./FaultInjection.ts"
 import { makeRecordingSink } from "./RecordingSink.ts"
 import { makeScriptedModel } from "./ScriptedModel.ts"
 import type { ScriptedModel, ScriptedTurn } from "./ScriptedModel.ts"
@@ -133,7 +141,9 @@ export const startScripted = (
       })
     const input = options.messages ?? [user("go")]
     const fiber = yield* runAgentLoop({ ...options, messages: input }).pipe(
-      Effect.provide(Layer.mergeAll(model.layer, sink, executor ?? toolExecutorLayer(tools ?? []) as Layer.Layer<Executor>)),
+      Effect.provide(
+        Layer.mergeAll(model.layer, sink, executor ?? toolExecutorLayer(tools ?? []) as Layer.Layer<Executor>)
+      ),
       Effect.forkChild
     )
     const check = (result?: AgentRunResult) =>

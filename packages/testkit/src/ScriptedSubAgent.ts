@@ -4,9 +4,9 @@
  *
  * @since 0.1.0
  */
-import { Effect } from "effect"
 import { subAgentTool } from "@agentloop/core"
 import type { AnyTool, SubAgentConfig, Tool, ToolServices } from "@agentloop/core"
+import { Effect } from "effect"
 import { makeScriptedModel } from "./ScriptedModel.ts"
 import type { ScriptedModel, ScriptedTurn } from "./ScriptedModel.ts"
 

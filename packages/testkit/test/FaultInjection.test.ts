@@ -3,8 +3,6 @@
  * `npm run soak`, does 10,000), the plans are reproducible from their seed, every kind of fault is
  * injected, your own tools can be soaked, and a run that never ends is reported.
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
 import { defineTool, Executor } from "@agentloop/core"
 import {
   faultSeed,
@@ -14,6 +12,8 @@ import {
   runFaultInjection,
   runFaultPlan
 } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
 
 const SEED = 2024
 

@@ -1,6 +1,6 @@
-import { assert, describe, it } from "@effect/vitest"
 import type { AgentRunResult, LoopEvent, Message, ModelRequest } from "@agentloop/core"
 import { assistant, checkInvariants, toolCall, user } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
 
 const call = toolCall("a", "t")
 const ask = assistant("toolUse", { calls: [call] })
@@ -34,15 +34,26 @@ describe("checkInvariants finds each kind of violation", () => {
   it("invariant 3: no turn_end, two turn_ends, events after turn_end, turn_end disagreeing with the result", () => {
     assert.include(invariantsOf({ events: goodEvents.slice(0, -1) }), 3)
     assert.include(invariantsOf({ events: [...goodEvents, goodEvents[4]!] }), 3)
-    assert.include(invariantsOf({ events: [...goodEvents, { type: "model_event", event: { type: "text_delta", delta: "" } }] }), 3)
-    assert.include(invariantsOf({ events: [...goodEvents.slice(0, -1), { type: "turn_end", reason: "error", steps: 2, error: "x" }] }), 3)
+    assert.include(
+      invariantsOf({ events: [...goodEvents, { type: "model_event", event: { type: "text_delta", delta: "" } }] }),
+      3
+    )
+    assert.include(
+      invariantsOf({
+        events: [...goodEvents.slice(0, -1), { type: "turn_end", reason: "error", steps: 2, error: "x" }]
+      }),
+      3
+    )
   })
 
   it("invariant 1: a final message appended twice, or one that no event announced", () => {
     assert.include(invariantsOf({ result: { ...goodResult, messages: [...goodResult.messages, final] } }), 1)
     const invented = assistant("stop", { text: "invented" })
     assert.include(invariantsOf({ result: { ...goodResult, messages: [...goodResult.messages, invented] } }), 1)
-    assert.include(invariantsOf({ requests: [goodRequests[0]!, { messages: [...input, ask, answer, ask], tools: [] }] }), 1)
+    assert.include(
+      invariantsOf({ requests: [goodRequests[0]!, { messages: [...input, ask, answer, ask], tools: [] }] }),
+      1
+    )
   })
 
   it("invariant 2: a call without result, results out of call order, in a request or in the result", () => {

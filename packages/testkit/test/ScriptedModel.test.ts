@@ -1,7 +1,7 @@
+import type { ModelRequest } from "@agentloop/core"
+import { makeScriptedModel, runScripted, toolCall, turn, UnscriptedRequestError } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Stream } from "effect"
-import { makeScriptedModel, runScripted, toolCall, turn, UnscriptedRequestError } from "@agentloop/testkit"
-import type { ModelRequest } from "@agentloop/core"
 
 const request: ModelRequest = { messages: [{ role: "user", content: "hi" }], tools: [] }
 

@@ -3,12 +3,12 @@
  * and `checkInvariants` over the tree of runs (a parent and the children kept in its results'
  * details, with their events found in the parent's by path).
  */
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
 import { FINAL_ANSWER_TOOL, outputSchema } from "@agentloop/core"
 import type { AgentRunResult, LoopEvent, Message, SubAgentRun, ToolResultMessage } from "@agentloop/core"
 import { checkInvariants, echoTool, runScripted, Script, scriptedSubAgent, toolCall, turn } from "@agentloop/testkit"
 import type { ScriptedRun } from "@agentloop/testkit"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
 
 const delegate = (id: string, agent: string) => toolCall(id, agent, { task: "go" })
 
@@ -62,7 +62,11 @@ describe("checkInvariants over a tree of runs", () => {
   it.effect("a child whose kept transcript lost a result: invariant 2, named by its place in the tree", () =>
     Effect.gen(function*() {
       const run = yield* treeRun
-      const broken = withChild(run, ["c1"], (child) => ({ ...child, messages: child.messages.filter((m) => !isResult(m)) }))
+      const broken = withChild(
+        run,
+        ["c1"],
+        (child) => ({ ...child, messages: child.messages.filter((m) => !isResult(m)) })
+      )
       const found = check(run, { result: broken })
       assert.isTrue(
         found.some((v) =>
@@ -76,10 +80,15 @@ describe("checkInvariants over a tree of runs", () => {
   it.effect("a grandchild with a broken transcript is found too, with its whole path", () =>
     Effect.gen(function*() {
       const run = yield* treeRun
-      const broken = withChild(run, ["c1", "m1"], (leaf) => ({ ...leaf, messages: leaf.messages.filter((m) => !isResult(m)) }))
+      const broken = withChild(run, ["c1", "m1"], (leaf) => ({
+        ...leaf,
+        messages: leaf.messages.filter((m) => !isResult(m))
+      }))
       const found = check(run, { result: broken })
       assert.isTrue(
-        found.some((v) => v.invariant === 2 && v.message.startsWith("sub-agent middle (call c1) > sub-agent leaf (call m1): ")),
+        found.some((v) =>
+          v.invariant === 2 && v.message.startsWith("sub-agent middle (call c1) > sub-agent leaf (call m1): ")
+        ),
         JSON.stringify(found)
       )
     }))
@@ -96,7 +105,10 @@ describe("checkInvariants over a tree of runs", () => {
       const none = run.events.filter((e) => e !== childEnd)
       for (const events of [twice, none]) {
         const found = check(run, { events })
-        assert.isTrue(found.some((v) => v.invariant === 3 && v.message.startsWith("sub-agent middle (call c1): ")), JSON.stringify(found))
+        assert.isTrue(
+          found.some((v) => v.invariant === 3 && v.message.startsWith("sub-agent middle (call c1): ")),
+          JSON.stringify(found)
+        )
       }
       // the parent's own turn_end is not confused with the child's
       assert.isFalse(check(run, { events: twice }).some((v) => v.invariant === 3 && !v.message.startsWith("sub-agent")))
@@ -107,7 +119,9 @@ describe("checkInvariants over a tree of runs", () => {
       const run = yield* treeRun
       const lost = {
         ...run.result,
-        messages: run.result.messages.map((m) => isResult(m) && m.toolCallId === "c1" ? { ...m, details: undefined } : m)
+        messages: run.result.messages.map((m) =>
+          isResult(m) && m.toolCallId === "c1" ? { ...m, details: undefined } : m
+        )
       } as AgentRunResult
       const found = check(run, { result: lost })
       assert.deepStrictEqual(
@@ -124,7 +138,10 @@ describe("checkInvariants over a tree of runs", () => {
       const run = yield* treeRun
       const wrong = withChild(run, ["c1"], (child) => ({ ...child, reason: "error", error: "made up" }))
       const found = check(run, { result: wrong })
-      assert.isTrue(found.some((v) => v.invariant === 3 && v.message.includes("the result says \"error\"")), JSON.stringify(found))
+      assert.isTrue(
+        found.some((v) => v.invariant === 3 && v.message.includes("the result says \"error\"")),
+        JSON.stringify(found)
+      )
     }))
 })
 

@@ -22,12 +22,12 @@
  *
  * @since 0.1.0
  */
-import { readFileSync } from "node:fs"
+import { defineTool, ToolError } from "@agentloop/core"
 import { Context, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
 import type { PlatformError } from "effect"
 import { ChildProcess } from "effect/process"
 import type { ChildProcessSpawner } from "effect/process"
-import { defineTool, ToolError } from "@agentloop/core"
+import { readFileSync } from "node:fs"
 import { HeadTailBuffer } from "./internal/text.ts"
 import { Workspace } from "./Workspace.ts"
 
@@ -353,8 +353,7 @@ export const bashTool = defineTool({
             containment === "pid-namespace" ? "every process it started was killed" : "its process group was killed"
           }.]`
         )
-      }
-      else if (signal !== null) notes.push(`[Command was killed by signal ${signal}.]`)
+      } else if (signal !== null) notes.push(`[Command was killed by signal ${signal}.]`)
       else if (exitCode !== 0) notes.push(`[Command exited with code ${exitCode}.]`)
       const text = output.text.length === 0 && notes.length === 0 ? "(no output)" : output.text
       return {

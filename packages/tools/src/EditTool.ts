@@ -9,8 +9,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema, TextDiff } from "effect"
 import { defineTool, ToolError } from "@agentloop/core"
+import { Effect, Schema, TextDiff } from "effect"
 import { attempt, Confined } from "./internal/confined.ts"
 import { toToolError } from "./internal/files.ts"
 import { decodeUtf8, keepHeadAndTail, looksBinary } from "./internal/text.ts"

@@ -12,9 +12,9 @@
  *
  * @since 0.1.0
  */
-import { extname } from "node:path"
-import { Effect, Schema } from "effect"
 import { defineTool, ToolError } from "@agentloop/core"
+import { Effect, Schema } from "effect"
+import { extname } from "node:path"
 import { attempt, Confined } from "./internal/confined.ts"
 import { toToolError } from "./internal/files.ts"
 import { byteLength, cutAt, decodeUtf8, looksBinary } from "./internal/text.ts"

@@ -7,9 +7,9 @@
  *
  * @since 0.1.0
  */
+import { ToolError } from "@agentloop/core"
 import { Context, Effect, FileSystem, Layer, Path } from "effect"
 import type { PlatformError } from "effect"
-import { ToolError } from "@agentloop/core"
 import { attempt, Confined } from "./internal/confined.ts"
 
 /**

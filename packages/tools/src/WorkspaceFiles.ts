@@ -49,8 +49,10 @@ export const writeFile = (
   path: string,
   content: string | Uint8Array
 ): Effect.Effect<void, WorkspaceFileError, Workspace> =>
-  Effect.flatMap(confined, (files) =>
-    attempt(() => void files.write(path, { exclusive: false, content: () => encode(content) })))
+  Effect.flatMap(
+    confined,
+    (files) => attempt(() => void files.write(path, { exclusive: false, content: () => encode(content) }))
+  )
 
 /**
  * Creates `path` with `content` only if nothing exists there (atomically, as `writeFile`); fails
@@ -63,8 +65,10 @@ export const createFile = (
   path: string,
   content: string | Uint8Array
 ): Effect.Effect<void, WorkspaceFileError, Workspace> =>
-  Effect.flatMap(confined, (files) =>
-    attempt(() => void files.write(path, { exclusive: true, content: () => encode(content) })))
+  Effect.flatMap(
+    confined,
+    (files) => attempt(() => void files.write(path, { exclusive: true, content: () => encode(content) }))
+  )
 
 /**
  * A file opened for appending by `openAppend`.
@@ -108,8 +112,10 @@ export const readFile = (
   path: string,
   maxBytes: number = DEFAULT_MAX_BYTES
 ): Effect.Effect<Uint8Array, WorkspaceFileError, Workspace> =>
-  Effect.flatMap(confined, (files) =>
-    attempt(() => files.read(path, { maxBytes: () => maxBytes, refuseHardLinks: true }).bytes))
+  Effect.flatMap(
+    confined,
+    (files) => attempt(() => files.read(path, { maxBytes: () => maxBytes, refuseHardLinks: true }).bytes)
+  )
 
 /**
  * `readFile` decoded as UTF-8.

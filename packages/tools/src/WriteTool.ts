@@ -6,8 +6,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, Schema } from "effect"
 import { defineTool } from "@agentloop/core"
+import { Effect, Schema } from "effect"
 import { attempt, Confined } from "./internal/confined.ts"
 import { toToolError } from "./internal/files.ts"
 import { Workspace } from "./Workspace.ts"

@@ -3,24 +3,24 @@
  *
  * @since 0.1.0
  */
-import { Layer } from "effect"
-import { NodeServices } from "@effect/platform-node"
 import { toolExecutorLayer } from "@agentloop/core"
 import type { Executor } from "@agentloop/core"
+import { NodeServices } from "@effect/platform-node"
+import { Layer } from "effect"
+import type { PlatformError } from "effect"
 import { bashOptionsLayer, bashTool } from "./BashTool.ts"
 import type { BashOptions } from "./BashTool.ts"
 import { editTool } from "./EditTool.ts"
 import { readTool } from "./ReadTool.ts"
-import { writeTool } from "./WriteTool.ts"
 import { workspaceLayer } from "./Workspace.ts"
-import type { PlatformError } from "effect"
+import { writeTool } from "./WriteTool.ts"
 
 export * from "./BashTool.ts"
-export * as WorkspaceFiles from "./WorkspaceFiles.ts"
-export * from "./WorkspaceFileError.ts"
 export * from "./EditTool.ts"
 export * from "./ReadTool.ts"
 export * from "./Workspace.ts"
+export * from "./WorkspaceFileError.ts"
+export * as WorkspaceFiles from "./WorkspaceFiles.ts"
 export * from "./WriteTool.ts"
 
 /**

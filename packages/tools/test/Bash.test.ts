@@ -1,11 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
-import { TestClock } from "effect/testing"
-import * as fc from "fast-check"
-import { execFile, spawn } from "node:child_process"
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { fileURLToPath } from "node:url"
 import {
   BASH_MAX_COMMAND_BYTES,
   BASH_OUTPUT_HEAD,
@@ -16,6 +8,14 @@ import {
   DEFAULT_HIDDEN_ENV,
   detectContainment
 } from "@agentloop/tools"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
+import { execFile, spawn } from "node:child_process"
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { fileURLToPath } from "node:url"
 import { context, details, failed, inWorkspace, text } from "./helpers.ts"
 
 /** Whether a process is running (a zombie counts as gone: it runs nothing). */
@@ -55,8 +55,7 @@ const uniqueSleep = () => `${3000 + process.pid % 1000}.${++markers}${Math.floor
  * A command that starts sleepers in every way a process can leave its parent's group: `setsid -f`,
  * a `setsid` in a subshell that exits (double fork), a plain double fork, and a background job.
  */
-const escapers = (s: string) =>
-  `setsid -f sleep ${s}; (setsid sleep ${s} &); (sleep ${s} &); sleep ${s} & echo ready; `
+const escapers = (s: string) => `setsid -f sleep ${s}; (setsid sleep ${s} &); (sleep ${s} &); sleep ${s} & echo ready; `
 
 /** A context whose progress is recorded, with a Deferred that completes when `marker` is printed. */
 const watching = (marker: string) =>
@@ -109,32 +108,51 @@ describe("bash", () => {
       })
     ))
 
-  it.effect("as an unprivileged user too (user + PID namespace): the uid is kept and a setsid survivor is killed", () => {
-    const s = uniqueSleep()
-    return Effect.gen(function*() {
-      // the tests run as root on CI; a normal user gets `unshare --user --map-current-user ...`
-      assert.strictEqual(process.getuid?.(), 0, "this check needs root to switch to nobody")
-      const base = mkdtempSync(`${tmpdir()}/agentloop-user-`)
-      chmodSync(base, 0o777)
-      const probe = fileURLToPath(new URL("./fixtures/bash-as-user.ts", import.meta.url))
-      const shellQuote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`
-      const output = yield* Effect.promise(() =>
-        new Promise<string>((resolve, reject) =>
-          execFile(
-            "su",
-            ["nobody", "-s", "/bin/sh", "-c", [process.execPath, "--experimental-strip-types", "--no-warnings", probe, base,
-              `id -u; echo $$; setsid -f sleep ${s}; (sleep ${s} &); echo started`].map(shellQuote).join(" ")],
-            { cwd: fileURLToPath(new URL("..", import.meta.url)) },
-            (error, stdout) => error ? reject(error) : resolve(stdout)
+  it.effect(
+    "as an unprivileged user too (user + PID namespace): the uid is kept and a setsid survivor is killed",
+    () => {
+      const s = uniqueSleep()
+      return Effect.gen(function*() {
+        // the tests run as root on CI; a normal user gets `unshare --user --map-current-user ...`
+        assert.strictEqual(process.getuid?.(), 0, "this check needs root to switch to nobody")
+        const base = mkdtempSync(`${tmpdir()}/agentloop-user-`)
+        chmodSync(base, 0o777)
+        const probe = fileURLToPath(new URL("./fixtures/bash-as-user.ts", import.meta.url))
+        const shellQuote = (a: string) => `'${a.replaceAll("'", "'\\''")}'`
+        const output = yield* Effect.promise(() =>
+          new Promise<string>((resolve, reject) =>
+            execFile(
+              "su",
+              [
+                "nobody",
+                "-s",
+                "/bin/sh",
+                "-c",
+                [
+                  process.execPath,
+                  "--experimental-strip-types",
+                  "--no-warnings",
+                  probe,
+                  base,
+                  `id -u; echo $$; setsid -f sleep ${s}; (sleep ${s} &); echo started`
+                ].map(shellQuote).join(" ")
+              ],
+              { cwd: fileURLToPath(new URL("..", import.meta.url)) },
+              (error, stdout) => error ? reject(error) : resolve(stdout)
+            )
           )
-        )
-      ).pipe(Effect.ensuring(Effect.sync(() => rmSync(base, { recursive: true, force: true }))))
-      const { containment, out } = JSON.parse(output) as { containment: string; out: { content: Array<{ text: string }> } }
-      assert.strictEqual(containment, "pid-namespace")
-      assert.strictEqual(out.content[0]!.text, "65534\n1\nstarted\n")
-      assert.deepStrictEqual(running(s), [])
-    }).pipe(Effect.ensuring(reap(s)))
-  }, 10_000)
+        ).pipe(Effect.ensuring(Effect.sync(() => rmSync(base, { recursive: true, force: true }))))
+        const { containment, out } = JSON.parse(output) as {
+          containment: string
+          out: { content: Array<{ text: string }> }
+        }
+        assert.strictEqual(containment, "pid-namespace")
+        assert.strictEqual(out.content[0]!.text, "65534\n1\nstarted\n")
+        assert.deepStrictEqual(running(s), [])
+      }).pipe(Effect.ensuring(reap(s)))
+    },
+    10_000
+  )
 
   it.effect("a non-zero exit is an error result with the code in details", () =>
     inWorkspace(() =>
@@ -197,31 +215,35 @@ describe("bash", () => {
     ).pipe(Effect.ensuring(reap(s)))
   })
 
-  it.live("kill -9 of the process that runs bash (no finalizer runs) still kills every process the command started", () => {
-    const s = uniqueSleep()
-    return Effect.gen(function*() {
-      const base = mkdtempSync(`${tmpdir()}/agentloop-orphan-`)
-      const probe = fileURLToPath(new URL("./fixtures/bash-as-user.ts", import.meta.url))
-      const child = spawn(process.execPath, ["--no-warnings", probe, base, `${escapers(s)}wait`], {
-        cwd: fileURLToPath(new URL("..", import.meta.url)),
-        stdio: "ignore"
-      })
-      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(base, { recursive: true, force: true })))
-      // the four sleepers (and the namespace's bash) are up: the tool is in the middle of its call
-      const started = yield* Effect.promise(async () => {
-        for (let i = 0; i < 1000 && running(s).length < 4; i++) await new Promise((r) => setTimeout(r, 10))
-        return running(s).length
-      })
-      assert.strictEqual(started, 4, "the four sleepers are running")
-      child.kill("SIGKILL")
-      // every chance to survive: a survivor would still be there after these 2 s
-      const left = yield* Effect.promise(async () => {
-        for (let i = 0; i < 200 && running(s).length > 0; i++) await new Promise((r) => setTimeout(r, 10))
-        return running(s)
-      })
-      assert.deepStrictEqual(left, [], "no process of the command outlives the process that ran it")
-    }).pipe(Effect.scoped, Effect.ensuring(reap(s)))
-  }, 20_000)
+  it.live(
+    "kill -9 of the process that runs bash (no finalizer runs) still kills every process the command started",
+    () => {
+      const s = uniqueSleep()
+      return Effect.gen(function*() {
+        const base = mkdtempSync(`${tmpdir()}/agentloop-orphan-`)
+        const probe = fileURLToPath(new URL("./fixtures/bash-as-user.ts", import.meta.url))
+        const child = spawn(process.execPath, ["--no-warnings", probe, base, `${escapers(s)}wait`], {
+          cwd: fileURLToPath(new URL("..", import.meta.url)),
+          stdio: "ignore"
+        })
+        yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(base, { recursive: true, force: true })))
+        // the four sleepers (and the namespace's bash) are up: the tool is in the middle of its call
+        const started = yield* Effect.promise(async () => {
+          for (let i = 0; i < 1000 && running(s).length < 4; i++) await new Promise((r) => setTimeout(r, 10))
+          return running(s).length
+        })
+        assert.strictEqual(started, 4, "the four sleepers are running")
+        child.kill("SIGKILL")
+        // every chance to survive: a survivor would still be there after these 2 s
+        const left = yield* Effect.promise(async () => {
+          for (let i = 0; i < 200 && running(s).length > 0; i++) await new Promise((r) => setTimeout(r, 10))
+          return running(s)
+        })
+        assert.deepStrictEqual(left, [], "no process of the command outlives the process that ran it")
+      }).pipe(Effect.scoped, Effect.ensuring(reap(s)))
+    },
+    20_000
+  )
 
   it.effect("interruption (abort) kills every process, also those that called setsid or double-forked", () => {
     const s = uniqueSleep()
@@ -243,8 +265,11 @@ describe("bash", () => {
       Effect.gen(function*() {
         const { ctx } = yield* watching("ready")
         // a started-and-checked variant: the command itself waits until its sleepers run, then exits 0
-        const count = `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep ${s} $'`
-        const command = `${escapers(s)}for i in $(seq 500); do [ "$(${count})" -ge 4 ] && break; done; echo started $(${count})`
+        const count =
+          `for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -c '^sleep ${s} $'`
+        const command = `${
+          escapers(s)
+        }for i in $(seq 500); do [ "$(${count})" -ge 4 ] && break; done; echo started $(${count})`
         const out = yield* bashTool.execute({ command }, ctx)
         assert.strictEqual(text(out), "ready\nstarted 4\n")
         assert.strictEqual(details(out)["exitCode"], 0)
@@ -268,7 +293,10 @@ describe("bash", () => {
 
   it.effect("an empty command is refused", () =>
     inWorkspace(() =>
-      Effect.map(failed(bashTool.execute({ command: "  " }, context())), (e) => assert.strictEqual(e.message, "command is empty"))
+      Effect.map(
+        failed(bashTool.execute({ command: "  " }, context())),
+        (e) => assert.strictEqual(e.message, "command is empty")
+      )
     ))
 
   it.effect("a 200 KB command is a clear error, not a spawn failure", () =>
@@ -326,7 +354,10 @@ describe("bash environment policy", () => {
           const hidden = yield* bashTool.execute({ command: show }, context()).pipe(
             Effect.provide(bashOptionsLayer({ hideEnv: ["MY_KEY"], passEnv: ["ANTHROPIC_API_KEY"] }))
           )
-          assert.strictEqual(text(hidden), "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=sk-ant-test\nMY_KEY=unset\nPLAIN=plain\n")
+          assert.strictEqual(
+            text(hidden),
+            "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=sk-ant-test\nMY_KEY=unset\nPLAIN=plain\n"
+          )
           const custom = yield* bashTool.execute({ command: show }, context()).pipe(
             Effect.provide(bashOptionsLayer({ env: (env) => ({ PATH: env["PATH"] ?? "/usr/bin:/bin" }) }))
           )

@@ -1,6 +1,3 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem } from "effect"
-import { chownSync, statSync } from "node:fs"
 import {
   EDIT_MAX_DIFF_CHARS,
   editTool,
@@ -10,6 +7,9 @@ import {
   readTool,
   writeTool
 } from "@agentloop/tools"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem } from "effect"
+import { chownSync, statSync } from "node:fs"
 import { context, details, failed, inWorkspace, text } from "./helpers.ts"
 
 const ctx = context()
@@ -23,8 +23,17 @@ describe("read", () => {
         const all = yield* readTool.execute({ path: "f.txt" }, ctx)
         assert.strictEqual(text(all), "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour")
         const part = yield* readTool.execute({ path: "f.txt", offset: 2, limit: 2 }, ctx)
-        assert.strictEqual(text(part), "     2\ttwo\n     3\tthree\n\n[Showing lines 2-3 of 4. Use offset=4 to read on.]")
-        assert.deepStrictEqual(details(part), { path: "f.txt", firstLine: 2, lastLine: 3, totalLines: 4, truncated: true })
+        assert.strictEqual(
+          text(part),
+          "     2\ttwo\n     3\tthree\n\n[Showing lines 2-3 of 4. Use offset=4 to read on.]"
+        )
+        assert.deepStrictEqual(details(part), {
+          path: "f.txt",
+          firstLine: 2,
+          lastLine: 3,
+          totalLines: 4,
+          truncated: true
+        })
         const past = yield* failed(readTool.execute({ path: "f.txt", offset: 9 }, ctx))
         assert.strictEqual(past.message, "offset 9 is past the end of f.txt, which has 4 lines")
       })
@@ -70,13 +79,20 @@ describe("read", () => {
         const fs = yield* FileSystem.FileSystem
         yield* fs.writeFile(`${root}/p.png`, new Uint8Array([137, 80, 78, 71, 0, 1]))
         const out = yield* readTool.execute({ path: "p.png" }, ctx)
-        assert.deepStrictEqual(typeof out === "string" ? out : out.content, [{ type: "image", data: "iVBORwAB", mimeType: "image/png" }])
+        assert.deepStrictEqual(typeof out === "string" ? out : out.content, [{
+          type: "image",
+          data: "iVBORwAB",
+          mimeType: "image/png"
+        }])
       })
     ))
 
   it.effect("refuses paths outside the workspace", () =>
     inWorkspace(() =>
-      Effect.map(failed(readTool.execute({ path: "../x" }, ctx)), (e) => assert.match(e.message, /outside the workspace/))
+      Effect.map(
+        failed(readTool.execute({ path: "../x" }, ctx)),
+        (e) => assert.match(e.message, /outside the workspace/)
+      )
     ))
 })
 
@@ -99,8 +115,14 @@ describe("write", () => {
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
         yield* fs.makeDirectory(`${root}/d`)
-        assert.strictEqual((yield* failed(writeTool.execute({ path: "d", content: "x" }, ctx))).message, "d is a directory")
-        assert.match((yield* failed(writeTool.execute({ path: "../escape.txt", content: "x" }, ctx))).message, /outside/)
+        assert.strictEqual(
+          (yield* failed(writeTool.execute({ path: "d", content: "x" }, ctx))).message,
+          "d is a directory"
+        )
+        assert.match(
+          (yield* failed(writeTool.execute({ path: "../escape.txt", content: "x" }, ctx))).message,
+          /outside/
+        )
         assert.isFalse(yield* fs.exists(`${root}/../escape.txt`))
       })
     ))
@@ -125,8 +147,12 @@ describe("write", () => {
         yield* fs.writeFileString(`${root}/../victim.txt`, "victim")
         yield* fs.writeFileString(`${root}/keep.txt`, "old")
         // the names the previous implementation used: .<name>.agentloop-<pid>-<counter>.tmp
-        for (let n = 1; n <= 300; n++) yield* fs.symlink(`${root}/../victim.txt`, `${root}/.keep.txt.agentloop-${process.pid}-${n}.tmp`)
-        for (let n = 0; n < 5; n++) yield* writeTool.execute({ path: "keep.txt", content: `new ${n}` }, ctx)
+        for (let n = 1; n <= 300; n++) {
+          yield* fs.symlink(`${root}/../victim.txt`, `${root}/.keep.txt.agentloop-${process.pid}-${n}.tmp`)
+        }
+        for (let n = 0; n < 5; n++) {
+          yield* writeTool.execute({ path: "keep.txt", content: `new ${n}` }, ctx)
+        }
         yield* editTool.execute({ path: "keep.txt", oldText: "new 4", newText: "edited" }, ctx)
         assert.strictEqual(yield* fs.readFileString(`${root}/../victim.txt`), "victim")
         assert.strictEqual((yield* fs.stat(`${root}/keep.txt`)).type, "File")
@@ -204,8 +230,15 @@ describe("edit", () => {
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
         yield* fs.writeFileString(`${root}/f.py`, "x = 1\nx = 1\n")
-        const out = yield* editTool.execute({ path: "f.py", oldText: "x = 1", newText: "x = $&2", replaceAll: true }, ctx)
-        assert.strictEqual(yield* fs.readFileString(`${root}/f.py`), "x = $&2\nx = $&2\n", "replacement text is literal")
+        const out = yield* editTool.execute(
+          { path: "f.py", oldText: "x = 1", newText: "x = $&2", replaceAll: true },
+          ctx
+        )
+        assert.strictEqual(
+          yield* fs.readFileString(`${root}/f.py`),
+          "x = $&2\nx = $&2\n",
+          "replacement text is literal"
+        )
         assert.strictEqual(details(out)["replacements"], 2)
       })
     ))
@@ -226,10 +259,22 @@ describe("edit", () => {
         const fs = yield* FileSystem.FileSystem
         yield* fs.writeFileString(`${root}/t.txt`, "abc")
         yield* fs.writeFile(`${root}/b.bin`, new Uint8Array([0, 1]))
-        assert.match((yield* failed(editTool.execute({ path: "t.txt", oldText: "", newText: "x" }, ctx))).message, /oldText is empty/)
-        assert.match((yield* failed(editTool.execute({ path: "t.txt", oldText: "a", newText: "a" }, ctx))).message, /the same/)
-        assert.match((yield* failed(editTool.execute({ path: "b.bin", oldText: "a", newText: "b" }, ctx))).message, /binary/)
-        assert.match((yield* failed(editTool.execute({ path: "no.txt", oldText: "a", newText: "b" }, ctx))).message, /no such file/)
+        assert.match(
+          (yield* failed(editTool.execute({ path: "t.txt", oldText: "", newText: "x" }, ctx))).message,
+          /oldText is empty/
+        )
+        assert.match(
+          (yield* failed(editTool.execute({ path: "t.txt", oldText: "a", newText: "a" }, ctx))).message,
+          /the same/
+        )
+        assert.match(
+          (yield* failed(editTool.execute({ path: "b.bin", oldText: "a", newText: "b" }, ctx))).message,
+          /binary/
+        )
+        assert.match(
+          (yield* failed(editTool.execute({ path: "no.txt", oldText: "a", newText: "b" }, ctx))).message,
+          /no such file/
+        )
       })
     ))
 

@@ -1,9 +1,9 @@
-import { assert, describe, it } from "@effect/vitest"
-import { Effect, FileSystem, Layer } from "effect"
 import { callbackSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { LoopEvent } from "@agentloop/core"
 import { checkInvariants, makeScriptedModel, toolCall, turn, user } from "@agentloop/testkit"
 import { codingTools, workspaceLayer } from "@agentloop/tools"
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, FileSystem, Layer } from "effect"
 import { node } from "./helpers.ts"
 
 describe("the coding tools through the loop", () => {
@@ -34,7 +34,10 @@ describe("the coding tools through the loop", () => {
       assert.deepStrictEqual(checkInvariants({ input, result, events, requests: yield* model.requests }), [])
       assert.strictEqual(result.reason, "stop")
       const results = result.messages.flatMap((m) => m.role === "toolResult" ? [m] : [])
-      assert.deepStrictEqual(results.map((r) => [r.toolCallId, r.isError]), [["r", false], ["x", true], ["e", false], ["b", false]])
+      assert.deepStrictEqual(results.map((r) => [r.toolCallId, r.isError]), [["r", false], ["x", true], ["e", false], [
+        "b",
+        false
+      ]])
       assert.match(JSON.stringify(results[1]!.content), /outside the workspace/)
       assert.deepStrictEqual(results[3]!.content, [{ type: "text", text: "5\n" }])
       assert.strictEqual(yield* fs.readFileString(`${root}/app.js`), "module.exports = (a, b) => a + b\n")

@@ -1,7 +1,7 @@
+import { editTool, readTool, WorkspaceFiles, writeTool } from "@agentloop/tools"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
 import { execFileSync } from "node:child_process"
-import { editTool, readTool, WorkspaceFiles, writeTool } from "@agentloop/tools"
 import { descriptorPaths, setDescriptorPaths } from "../src/internal/confined.ts"
 import { context, failed, inWorkspace, text } from "./helpers.ts"
 
@@ -26,8 +26,14 @@ describe("the path-based walk (systems without /proc/self/fd)", () => {
         yield* fs.writeFileString(`${root}/../secret.txt`, "SECRET")
         yield* fs.symlink(`${root}/..`, `${root}/up`)
         yield* fs.symlink("../../secret.txt", `${root}/a/rel`)
-        assert.match((yield* failed(readTool.execute({ path: "up/secret.txt" }, ctx))).message, /symbolic link up points outside/)
-        assert.match((yield* failed(readTool.execute({ path: "a/rel" }, ctx))).message, /symbolic link a\/rel points outside/)
+        assert.match(
+          (yield* failed(readTool.execute({ path: "up/secret.txt" }, ctx))).message,
+          /symbolic link up points outside/
+        )
+        assert.match(
+          (yield* failed(readTool.execute({ path: "a/rel" }, ctx))).message,
+          /symbolic link a\/rel points outside/
+        )
         assert.match((yield* failed(writeTool.execute({ path: "up/x", content: "x" }, ctx))).message, /points outside/)
         assert.strictEqual((yield* Effect.flip(WorkspaceFiles.writeFile("a/rel", "x"))).reason, "Outside")
         execFileSync("mkfifo", [`${root}/pipe`])

@@ -1,7 +1,7 @@
+import { editTool, readTool, WorkspaceFiles, writeTool } from "@agentloop/tools"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
 import { spawn } from "node:child_process"
-import { editTool, readTool, WorkspaceFiles, writeTool } from "@agentloop/tools"
 import { context, inWorkspace, text } from "./helpers.ts"
 
 const ctx = context()
@@ -120,30 +120,34 @@ describe("confinement under a racing process that swaps paths for links to outsi
     120_000
   )
 
-  it.effect("the file itself swapped for a link between check and open: over a thousand reads, none outside", () =>
-    inWorkspace((root) =>
-      Effect.scoped(Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        const outside = `${root}/../outside`
-        yield* fs.makeDirectory(outside)
-        yield* fs.writeFileString(`${outside}/secret.txt`, "SECRET-FILE")
-        yield* fs.writeFileString(`${root}/f`, "inside")
-        const swapper = yield* startSwapper(["-", outside, `${root}/f`, `${outside}/secret.txt`], 500)
-        const before = swapper.swaps()
-        let ok = 0
-        // at least 1200 reads, 1000 swap cycles and 50 reads that found the file between swaps; the
-        // swapper is much slower on a loaded machine (at load 18 on 2 cores it did 500 cycles in 8000
-        // reads), and fewer reads land between swaps there, so the bound on reads is generous
-        for (let i = 0; i < 300_000 && (i < 1200 || swapper.swaps() - before < 1000 || ok < 50); i++) {
-          const result = yield* Effect.result(WorkspaceFiles.readFileString("f"))
-          if (result._tag === "Success") {
-            ok++
-            assert.strictEqual(result.success, "inside", "nothing outside was read")
+  it.effect(
+    "the file itself swapped for a link between check and open: over a thousand reads, none outside",
+    () =>
+      inWorkspace((root) =>
+        Effect.scoped(Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          const outside = `${root}/../outside`
+          yield* fs.makeDirectory(outside)
+          yield* fs.writeFileString(`${outside}/secret.txt`, "SECRET-FILE")
+          yield* fs.writeFileString(`${root}/f`, "inside")
+          const swapper = yield* startSwapper(["-", outside, `${root}/f`, `${outside}/secret.txt`], 500)
+          const before = swapper.swaps()
+          let ok = 0
+          // at least 1200 reads, 1000 swap cycles and 50 reads that found the file between swaps; the
+          // swapper is much slower on a loaded machine (at load 18 on 2 cores it did 500 cycles in 8000
+          // reads), and fewer reads land between swaps there, so the bound on reads is generous
+          for (let i = 0; i < 300_000 && (i < 1200 || swapper.swaps() - before < 1000 || ok < 50); i++) {
+            const result = yield* Effect.result(WorkspaceFiles.readFileString("f"))
+            if (result._tag === "Success") {
+              ok++
+              assert.strictEqual(result.success, "inside", "nothing outside was read")
+            }
+            if (i % 50 === 0) yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
           }
-          if (i % 50 === 0) yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-        }
-        assert.isAtLeast(swapper.swaps() - before, 1000)
-        assert.isAtLeast(ok, 50)
-      }))
-    ), 180_000)
+          assert.isAtLeast(swapper.swaps() - before, 1000)
+          assert.isAtLeast(ok, 50)
+        }))
+      ),
+    180_000
+  )
 })

@@ -1,11 +1,10 @@
+import { Workspace, workspaceLayer } from "@agentloop/tools"
+import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, FileSystem, Layer } from "effect"
-import { NodeServices } from "@effect/platform-node"
-import { Workspace, workspaceLayer } from "@agentloop/tools"
 import { inWorkspace } from "./helpers.ts"
 
-const refused = (path: string) =>
-  Effect.flatMap(Workspace, (w) => Effect.flip(w.resolve(path)))
+const refused = (path: string) => Effect.flatMap(Workspace, (w) => Effect.flip(w.resolve(path)))
 
 describe("workspace confinement", () => {
   it.effect("paths inside resolve to canonical absolute paths", () =>
@@ -82,6 +81,9 @@ describe("workspace confinement", () => {
     Effect.gen(function*() {
       const exit = yield* Effect.exit(Effect.scoped(Layer.build(workspaceLayer(""))))
       assert.isTrue(Exit.isFailure(exit))
-      assert.include(String(Cause.squash(Exit.isFailure(exit) ? exit.cause : Cause.empty)), "the workspace root is empty")
+      assert.include(
+        String(Cause.squash(Exit.isFailure(exit) ? exit.cause : Cause.empty)),
+        "the workspace root is empty"
+      )
     }).pipe(Effect.provide(NodeServices.layer)))
 })

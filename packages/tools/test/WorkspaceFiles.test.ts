@@ -1,6 +1,6 @@
+import { editTool, WorkspaceFiles, writeTool } from "@agentloop/tools"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem } from "effect"
-import { editTool, WorkspaceFiles, writeTool } from "@agentloop/tools"
 import { context, failed, inWorkspace } from "./helpers.ts"
 
 const ctx = context()
@@ -35,8 +35,13 @@ describe("WorkspaceFiles (the confined layer for the CLI's own files)", () => {
           // flushed line by line: another reader sees it before the file is closed
           assert.strictEqual(yield* fs.readFileString(`${root}/.agentloop/sessions/s1.jsonl`), "{\"n\":1}\n{\"n\":2}\n")
         }))
-        yield* Effect.scoped(Effect.flatMap(WorkspaceFiles.openAppend(".agentloop/sessions/s1.jsonl"), (log) => log.append("{\"n\":3}\n")))
-        assert.strictEqual(yield* WorkspaceFiles.readFileString(".agentloop/sessions/s1.jsonl"), "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n")
+        yield* Effect.scoped(
+          Effect.flatMap(WorkspaceFiles.openAppend(".agentloop/sessions/s1.jsonl"), (log) => log.append("{\"n\":3}\n"))
+        )
+        assert.strictEqual(
+          yield* WorkspaceFiles.readFileString(".agentloop/sessions/s1.jsonl"),
+          "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n"
+        )
       })
     ))
 
@@ -57,8 +62,14 @@ describe("WorkspaceFiles (the confined layer for the CLI's own files)", () => {
         assert.strictEqual((yield* Effect.flip(WorkspaceFiles.makeDirectory(".agentloop/sessions"))).reason, "Outside")
         assert.strictEqual((yield* Effect.flip(WorkspaceFiles.readFile("README.md"))).reason, "Outside")
         assert.strictEqual((yield* Effect.flip(WorkspaceFiles.exists("README.md"))).reason, "Outside")
-        assert.match((yield* failed(writeTool.execute({ path: "README.md", content: "x" }, ctx))).message, /points outside/)
-        assert.match((yield* failed(editTool.execute({ path: "README.md", oldText: "user", newText: "x" }, ctx))).message, /points outside/)
+        assert.match(
+          (yield* failed(writeTool.execute({ path: "README.md", content: "x" }, ctx))).message,
+          /points outside/
+        )
+        assert.match(
+          (yield* failed(editTool.execute({ path: "README.md", oldText: "user", newText: "x" }, ctx))).message,
+          /points outside/
+        )
         assert.deepStrictEqual(yield* fs.readDirectory(outside), ["README.md"])
         assert.strictEqual(yield* fs.readFileString(`${outside}/README.md`), "the user's own file\n")
         assert.strictEqual((yield* fs.lstat(`${root}/README.md`)).type, "SymbolicLink", "the link itself is left alone")

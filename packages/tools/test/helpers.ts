@@ -1,8 +1,8 @@
-import { Effect, FileSystem, Layer } from "effect"
-import { NodeServices } from "@effect/platform-node"
 import { ToolError } from "@agentloop/core"
 import type { ToolContext, ToolOutput } from "@agentloop/core"
 import { Workspace, workspaceLayer } from "@agentloop/tools"
+import { NodeServices } from "@effect/platform-node"
+import { Effect, FileSystem, Layer } from "effect"
 
 export const progress: Array<unknown> = []
 
@@ -39,6 +39,7 @@ export type { Layer }
 /** The ToolError a tool call failed with (a defect if it succeeded or failed otherwise). */
 export const failed = <A, R>(effect: Effect.Effect<A, unknown, R>): Effect.Effect<ToolError, never, R> =>
   Effect.matchEffect(effect, {
-    onFailure: (e) => e instanceof ToolError ? Effect.succeed(e) : Effect.die(new Error(`expected a ToolError, got ${String(e)}`)),
+    onFailure: (e) =>
+      e instanceof ToolError ? Effect.succeed(e) : Effect.die(new Error(`expected a ToolError, got ${String(e)}`)),
     onSuccess: () => Effect.die(new Error("expected the tool call to fail, it succeeded"))
   })

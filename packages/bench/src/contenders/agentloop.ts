@@ -5,18 +5,10 @@
  *
  * @since 0.1.0
  */
-import { Effect, Layer, Schema, Stream } from "effect"
 import { callbackSinkLayer, defineTool, Model, ModelError, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AssistantMessage, Message, ModelEvent, ToolCall } from "@agentloop/core"
-import {
-  callId,
-  DELTA,
-  echoOutput,
-  FINAL_TEXT,
-  makeHistoryMessages,
-  PROMPT,
-  TOOL_NAME
-} from "../workloads.ts"
+import { Effect, Layer, Schema, Stream } from "effect"
+import { callId, DELTA, echoOutput, FINAL_TEXT, makeHistoryMessages, PROMPT, TOOL_NAME } from "../workloads.ts"
 import type { Contender, Prepared, Probe } from "../workloads.ts"
 
 const finalTurn = (): ReadonlyArray<ModelEvent> => [

@@ -30,7 +30,9 @@ const quick = process.env["BENCH_QUICK"] === "1"
 const megabytes = Number(process.env["BENCH_PROVIDERS_MB"] ?? (quick ? 10 : 12))
 const runs = Number(process.env["BENCH_PROVIDERS_RUNS"] ?? (quick ? 3 : 5))
 const only = process.env["BENCH_PROVIDERS_ONLY"]
-const providers: ReadonlyArray<ProviderKey> = (["openai", "anthropic"] as const).filter((p) => only === undefined || p === only)
+const providers: ReadonlyArray<ProviderKey> = (["openai", "anthropic"] as const).filter((p) =>
+  only === undefined || p === only
+)
 const before = process.env["BENCH_PROVIDERS_BEFORE"]
 const contenders: ReadonlyArray<ContenderKey> = (["agentloop", "agentloop-before", "sdk", "sdk-final"] as const).filter(
   (c) =>
@@ -44,7 +46,10 @@ const names: Record<ContenderKey, Record<ProviderKey, string>> = {
     openai: "agentloop openAiCompatFetchLayer (BENCH_PROVIDERS_BEFORE)",
     anthropic: "agentloop anthropicFetchLayer (BENCH_PROVIDERS_BEFORE)"
   },
-  sdk: { openai: "openai: chat.completions.create (iterator)", anthropic: "@anthropic-ai/sdk: messages.create (iterator)" },
+  sdk: {
+    openai: "openai: chat.completions.create (iterator)",
+    anthropic: "@anthropic-ai/sdk: messages.create (iterator)"
+  },
   "sdk-final": {
     openai: "openai: chat.completions.stream + finalChatCompletion()",
     anthropic: "@anthropic-ai/sdk: messages.stream + finalMessage()"
@@ -101,9 +106,17 @@ const runCell = (provider: ProviderKey, contender: ContenderKey, url: string): P
   new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      ["--expose-gc", "--conditions=agentloop-source", ...(process.env["BENCH_PROVIDERS_NODE_ARGS"] ?? "").split(" ").filter(
-        (arg) => arg !== ""
-      ), join(here, "cell.ts"), provider, contender, url],
+      [
+        "--expose-gc",
+        "--conditions=agentloop-source",
+        ...(process.env["BENCH_PROVIDERS_NODE_ARGS"] ?? "").split(" ").filter(
+          (arg) => arg !== ""
+        ),
+        join(here, "cell.ts"),
+        provider,
+        contender,
+        url
+      ],
       { stdio: ["ignore", "pipe", "inherit"] }
     )
     let out = ""
@@ -116,7 +129,8 @@ const runCell = (provider: ProviderKey, contender: ContenderKey, url: string): P
     })
   })
 
-const fmt = (n: number, digits = 0) => n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
+const fmt = (n: number, digits = 0) =>
+  n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
 const mb = (bytes: number) => fmt(bytes / (1024 * 1024), 1)
 
 const main = async () => {
@@ -177,9 +191,11 @@ const main = async () => {
       }
       summary.push(figures)
       lines.push(
-        `| ${provider} | ${names[contender][provider]} | ${fmt(figures.eventsPerSecond)} | ${fmt(ms)} | ${fmt(figures.cpuMs)} | ${
-          mb(figures.heapUsedPeak)
-        } | ${mb(figures.livePeak)} | ${mb(figures.maxRss)} | ${(ms / own).toFixed(2)}× | ${(figures.cpuMs / ownCpu).toFixed(2)}× |`
+        `| ${provider} | ${names[contender][provider]} | ${fmt(figures.eventsPerSecond)} | ${fmt(ms)} | ${
+          fmt(figures.cpuMs)
+        } | ${mb(figures.heapUsedPeak)} | ${mb(figures.livePeak)} | ${mb(figures.maxRss)} | ${
+          (ms / own).toFixed(2)
+        }× | ${(figures.cpuMs / ownCpu).toFixed(2)}× |`
       )
     }
   }
@@ -191,7 +207,11 @@ const main = async () => {
         `${fmt(s.argumentDeltas)} argument fragments in ${s.toolCalls} tool calls)`
     )
   }
-  lines.push(`times per run (ms): ${summary.map((s) => `${s["provider"]}/${s["contender"]} ${(s["runs"] as Array<number>).join(" ")}`).join("; ")}`)
+  lines.push(
+    `times per run (ms): ${
+      summary.map((s) => `${s["provider"]}/${s["contender"]} ${(s["runs"] as Array<number>).join(" ")}`).join("; ")
+    }`
+  )
   process.stdout.write(`${lines.join("\n")}\n`)
   const json = process.env["BENCH_PROVIDERS_JSON"]
   if (json !== undefined) writeFileSync(json, JSON.stringify({ load: { loadBefore, loadAfter }, summary }, null, 2))

@@ -12,11 +12,11 @@
  *
  * @since 0.1.0
  */
-import Anthropic from "@anthropic-ai/sdk"
-import { Effect, Layer } from "effect"
 import { EventSink, Executor, Model, runAgentLoop } from "@agentloop/core"
 import type { AssistantMessage, ModelRequest } from "@agentloop/core"
 import * as Providers from "@agentloop/providers"
+import Anthropic from "@anthropic-ai/sdk"
+import { Effect, Layer } from "effect"
 import { getHeapStatistics } from "node:v8"
 import OpenAI from "openai"
 
@@ -106,11 +106,13 @@ const agentloopReader = async (provider: ProviderKey, before = false): Promise<R
         return Effect.void
       }
     })
-    const result = await Effect.runPromise(runAgentLoop({ messages: request.messages, maxSteps: 1 }).pipe(
-      Effect.provideService(Model, model),
-      Effect.provideService(Executor, noTools),
-      Effect.provideService(EventSink, sink)
-    ))
+    const result = await Effect.runPromise(
+      runAgentLoop({ messages: request.messages, maxSteps: 1 }).pipe(
+        Effect.provideService(Model, model),
+        Effect.provideService(Executor, noTools),
+        Effect.provideService(EventSink, sink)
+      )
+    )
     const message = result.messages.find((m): m is AssistantMessage => m.role === "assistant")
     if (message === undefined) throw new Error(`agentloop: ${result.reason}: ${result.error ?? ""}`)
     onEvent() // the final `done`

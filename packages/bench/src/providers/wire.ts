@@ -45,9 +45,44 @@ const random = (seed: number) => {
 }
 
 const words = [
-  "the", "loop", "reads", "a", "file", "and", "then", "calls", "tool", "with", "arguments", "\"quoted\"",
-  "path/to/src", "index.ts", "\n", "\n\n", "Ünïcödé", "naïve", "—", "→", "async", "function", "return", "{", "}",
-  "\\n", "tab\there", "x", "42", "é", "日本語", "emoji 🙂", "const", "await", "Effect.gen", "(", ")", ";"
+  "the",
+  "loop",
+  "reads",
+  "a",
+  "file",
+  "and",
+  "then",
+  "calls",
+  "tool",
+  "with",
+  "arguments",
+  "\"quoted\"",
+  "path/to/src",
+  "index.ts",
+  "\n",
+  "\n\n",
+  "Ünïcödé",
+  "naïve",
+  "—",
+  "→",
+  "async",
+  "function",
+  "return",
+  "{",
+  "}",
+  "\\n",
+  "tab\there",
+  "x",
+  "42",
+  "é",
+  "日本語",
+  "emoji 🙂",
+  "const",
+  "await",
+  "Effect.gen",
+  "(",
+  ")",
+  ";"
 ]
 
 /** Cuts `text` into pieces of 1 to `max` characters, never between the two halves of a surrogate pair. */
@@ -136,7 +171,8 @@ export const openAiStream = (shape: StreamShape): GeneratedStream => {
   const parts: Array<string> = []
   let wireEvents = 0
   let bytes = 0
-  const obfuscation = (delta: string) => "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP".slice(0, Math.max(1, 16 - delta.length))
+  const obfuscation = (delta: string) =>
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP".slice(0, Math.max(1, 16 - delta.length))
   const chunk = (choiceDelta: unknown, finish: string | null, padding: string) => {
     const line = `data: ${
       JSON.stringify({
@@ -161,14 +197,18 @@ export const openAiStream = (shape: StreamShape): GeneratedStream => {
   let argumentsLength = 0
   while (bytes < shape.targetBytes) {
     const args = toolArguments(next, toolCalls, shape.argumentsPerCall)
-    chunk({
-      tool_calls: [{
-        index: toolCalls,
-        id: `call_${String(toolCalls).padStart(20, "0")}`,
-        type: "function",
-        function: { name: "write_file", arguments: "" }
-      }]
-    }, null, "")
+    chunk(
+      {
+        tool_calls: [{
+          index: toolCalls,
+          id: `call_${String(toolCalls).padStart(20, "0")}`,
+          type: "function",
+          function: { name: "write_file", arguments: "" }
+        }]
+      },
+      null,
+      ""
+    )
     for (const fragment of pieces(args, next, 8)) {
       chunk({ tool_calls: [{ index: toolCalls, function: { arguments: fragment } }] }, null, obfuscation(fragment))
       argumentDeltas++
@@ -259,9 +299,18 @@ export const anthropicStream = (shape: StreamShape): GeneratedStream => {
     event("content_block_start", {
       type: "content_block_start",
       index,
-      content_block: { type: "tool_use", id: `toolu_${String(toolCalls).padStart(24, "0")}`, name: "write_file", input: {} }
+      content_block: {
+        type: "tool_use",
+        id: `toolu_${String(toolCalls).padStart(24, "0")}`,
+        name: "write_file",
+        input: {}
+      }
     })
-    event("content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: "" } })
+    event("content_block_delta", {
+      type: "content_block_delta",
+      index,
+      delta: { type: "input_json_delta", partial_json: "" }
+    })
     for (const fragment of pieces(args, next, 8)) {
       event("content_block_delta", {
         type: "content_block_delta",

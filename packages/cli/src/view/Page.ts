@@ -14,7 +14,10 @@ import { createHash } from "node:crypto"
 import type { Compaction, Lane, LaneStatus, Run, SubAgentView, Timeline, Turn } from "./Timeline.ts"
 
 const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : c === '"' ? "&quot;" : "&#39;")
+  text.replace(
+    /[&<>"']/g,
+    (c) => c === "&" ? "&amp;" : c === "<" ? "&lt;" : c === ">" ? "&gt;" : c === "\"" ? "&quot;" : "&#39;"
+  )
 
 const clip = (text: string, max: number): string => text.length <= max ? text : `${text.slice(0, max - 1)}…`
 
@@ -109,7 +112,13 @@ const renderLane = (lane: Lane, turn: Turn, span: { start: number; length: numbe
     bar(asked, approval.at, span, "lane-wait", `waiting for approval: ${formatDuration(approval.at - asked)}`) :
     ""
   const run = span !== undefined && lane.startedAt !== undefined ?
-    bar(lane.startedAt, lane.endedAt ?? span.start + span.length, span, `lane-${lane.status}`, `${lane.name}: ${duration}`) :
+    bar(
+      lane.startedAt,
+      lane.endedAt ?? span.start + span.length,
+      span,
+      `lane-${lane.status}`,
+      `${lane.name}: ${duration}`
+    ) :
     ""
   const track = wait + run !== "" ?
     wait + run :
@@ -129,7 +138,9 @@ const renderLane = (lane: Lane, turn: Turn, span: { start: number; length: numbe
       <div class="kv"><span>call</span><code>${escapeHtml(lane.toolCallId)}</code> <span>status</span> ${
     escapeHtml(statusLabel[lane.status])
   }${
-    lane.skipReason === undefined || lane.skipReason === statusLabel[lane.status] ? "" : ` (${escapeHtml(lane.skipReason)})`
+    lane.skipReason === undefined || lane.skipReason === statusLabel[lane.status]
+      ? ""
+      : ` (${escapeHtml(lane.skipReason)})`
   }</div>
       <pre class="args-full">${escapeHtml(clip(JSON.stringify(lane.arguments, null, 2), 4000))}</pre>
       ${result}
@@ -166,7 +177,9 @@ const renderSubAgent = (view: SubAgentView): string => {
     `<div class="error-text" data-testid="subagent-violations">${
       view.violations.map((v) => escapeHtml(v.message)).join("<br>")
     }</div>`
-  return `<div class="subagent" data-testid="subagent" data-agent="${escapeHtml(view.agent)}" data-reason="${view.reason}">
+  return `<div class="subagent" data-testid="subagent" data-agent="${
+    escapeHtml(view.agent)
+  }" data-reason="${view.reason}">
   <div class="subagent-head">↳ sub-agent <b>${escapeHtml(view.agent)}</b>${badge(view.reason, reasonClass(view.reason))}
     <span class="muted">${view.steps} step(s)</span><span class="spacer"></span>
     <span class="tokens">${escapeHtml(tokens)}</span></div>
@@ -179,8 +192,12 @@ const renderSubAgent = (view: SubAgentView): string => {
 const renderCompaction = (c: Compaction): string =>
   `<div class="marker compaction" data-testid="compaction">⇣ context compacted${
     c.summarized === undefined ? "" : `: ${c.summarized} message(s) summarised`
-  }${c.kept === undefined ? "" : `, ${c.kept} kept`}${c.usage === undefined ? "" : ` · ${escapeHtml(usageText(c.usage))}`}${
-    c.summary === undefined ? "" : `<details><summary>summary</summary><pre>${escapeHtml(clip(c.summary, 4000))}</pre></details>`
+  }${c.kept === undefined ? "" : `, ${c.kept} kept`}${
+    c.usage === undefined ? "" : ` · ${escapeHtml(usageText(c.usage))}`
+  }${
+    c.summary === undefined
+      ? ""
+      : `<details><summary>summary</summary><pre>${escapeHtml(clip(c.summary, 4000))}</pre></details>`
   }</div>`
 
 /** The compactions and model switches of a run placed before the turns `where` accepts, in time order. */
@@ -189,7 +206,9 @@ const renderMarkers = (run: Run, where: (beforeTurn: number) => boolean): string
     ...run.compactions.filter((c) => where(c.beforeTurn)).map((c) => ({ at: c.at, html: renderCompaction(c) })),
     ...run.modelChanges.filter((m) => where(m.beforeTurn)).map((m) => ({
       at: m.at,
-      html: `<div class="marker model-change" data-testid="model-change">⇄ model switched to <b>${escapeHtml(m.model)}</b></div>`
+      html: `<div class="marker model-change" data-testid="model-change">⇄ model switched to <b>${
+        escapeHtml(m.model)
+      }</b></div>`
     }))
   ].sort((a, b) => a.at - b.at).map((marker) => marker.html).join("")
 
@@ -204,7 +223,10 @@ const renderTurn = (run: Run, turn: Turn): string => {
     `<span class="tokens" data-testid="tokens">${escapeHtml(usageText(turn.usage))}</span>`
   const stop = turn.stopReason === undefined ?
     badge("no answer", "warn") :
-    badge(turn.stopReason, turn.stopReason === "stop" || turn.stopReason === "toolUse" ? "neutral" : reasonClass(turn.stopReason))
+    badge(
+      turn.stopReason,
+      turn.stopReason === "stop" || turn.stopReason === "toolUse" ? "neutral" : reasonClass(turn.stopReason)
+    )
   const parallel = turn.maxParallel > 1 ? badge(`${turn.maxParallel} in parallel`, "info") : ""
   // A request with no answer (its stream failed or was aborted) ran until the turn ended.
   const answered = turn.answeredAt ?? (turn.stopReason === undefined ? turn.endedAt : undefined)
@@ -213,13 +235,17 @@ const renderTurn = (run: Run, turn: Turn): string => {
     `<div class="lane model-lane"><div class="row"><span class="lane-label"><span class="icon">◆</span><b>model</b>
       <span class="args">${escapeHtml(turn.model ?? "")}</span></span><span class="track">${
       bar(turn.startedAt, answered, span, modelKind, turn.answeredAt === undefined ? "no answer" : "model response")
-    }</span><span class="lane-meta"><span class="dur">${formatDuration(answered - turn.startedAt)}</span></span></div></div>` :
+    }</span><span class="lane-meta"><span class="dur">${
+      formatDuration(answered - turn.startedAt)
+    }</span></span></div></div>` :
     ""
   const error = turn.errorMessage === undefined ?
     "" :
     `<div class="error-text" data-testid="turn-error">${escapeHtml(clip(turn.errorMessage, 600))}</div>`
   const text = turn.text.trim() === "" ? "" : `<div class="turn-text">${escapeHtml(clip(turn.text.trim(), 600))}</div>`
-  return `${renderMarkers(run, (beforeTurn) => beforeTurn === turn.index)}<div class="turn" data-testid="turn" data-lanes="${turn.lanes.length}">
+  return `${
+    renderMarkers(run, (beforeTurn) => beforeTurn === turn.index)
+  }<div class="turn" data-testid="turn" data-lanes="${turn.lanes.length}">
   <div class="turn-head">
     <span class="turn-title">Turn ${turn.index}</span>${stop}${parallel}
     <span class="spacer"></span>${tokens}
@@ -250,7 +276,9 @@ const renderRun = (run: Run): string => {
   return `<section class="run" data-testid="run" data-reason="${escapeHtml(end?.reason ?? "unfinished")}">
   <div class="run-head">
     <span class="run-title">Run ${run.index}</span>${reason}
-    <span class="prompt" title="${escapeHtml(run.prompt)}">${escapeHtml(clip(run.prompt.replace(/\s+/g, " "), 160))}</span>
+    <span class="prompt" title="${escapeHtml(run.prompt)}">${
+    escapeHtml(clip(run.prompt.replace(/\s+/g, " "), 160))
+  }</span>
     <span class="spacer"></span>
     <span class="meta">${run.turns.length} turn(s)${duration === "" ? "" : ` · ${duration}`}${
     usage === undefined ? "" : ` · ${escapeHtml(usageText(usage))}`
@@ -279,21 +307,30 @@ const sumUsage = (turns: ReadonlyArray<Turn>): Usage | undefined => {
 }
 
 const card = (label: string, value: string, testId: string, sub = ""): string =>
-  `<div class="card" data-testid="${testId}"><div class="card-label">${escapeHtml(label)}</div><div class="card-value">${
-    escapeHtml(value)
-  }</div>${sub === "" ? "" : `<div class="card-sub">${escapeHtml(sub)}</div>`}</div>`
+  `<div class="card" data-testid="${testId}"><div class="card-label">${
+    escapeHtml(label)
+  }</div><div class="card-value">${escapeHtml(value)}</div>${
+    sub === "" ? "" : `<div class="card-sub">${escapeHtml(sub)}</div>`
+  }</div>`
 
 const renderInvariants = (timeline: Timeline): string => {
   const failed = timeline.invariants.filter((c) => c.violations.length > 0).length
   const items = timeline.invariants.map((check) => {
     const ok = check.violations.length === 0
-    const list = [...check.violations.map((v) => `<li class="bad">${escapeHtml(v)}</li>`), ...check.notes.map((n) => `<li class="note">${escapeHtml(n)}</li>`)]
+    const list = [
+      ...check.violations.map((v) => `<li class="bad">${escapeHtml(v)}</li>`),
+      ...check.notes.map((n) => `<li class="note">${escapeHtml(n)}</li>`)
+    ]
     return `<li class="check ${ok ? "ok" : "failed"}" data-testid="invariant" data-check="${check.id}" data-ok="${ok}">
       <span class="icon">${ok ? "✓" : "✗"}</span>${escapeHtml(check.title)}${
-      list.length === 0 ? "" : `<ul>${list.slice(0, 50).join("")}${list.length > 50 ? `<li>… ${list.length - 50} more</li>` : ""}</ul>`
+      list.length === 0
+        ? ""
+        : `<ul>${list.slice(0, 50).join("")}${list.length > 50 ? `<li>… ${list.length - 50} more</li>` : ""}</ul>`
     }</li>`
   }).join("")
-  return `<section class="invariants ${failed === 0 ? "ok" : "failed"}" data-testid="invariants" data-failed="${failed}">
+  return `<section class="invariants ${
+    failed === 0 ? "ok" : "failed"
+  }" data-testid="invariants" data-failed="${failed}">
   <h2>${failed === 0 ? "✓ Invariants hold" : `✗ ${failed} invariant check(s) failed`}</h2>
   <ul>${items}</ul>
 </section>`
@@ -321,15 +358,17 @@ export const renderPage = (timeline: Timeline, source: { readonly file: string; 
   const byStatus = new Map<string, number>()
   for (const run of timeline.runs) {
     for (const turn of run.turns) {
-      for (const lane of turn.lanes) byStatus.set(statusLabel[lane.status], (byStatus.get(statusLabel[lane.status]) ?? 0) + 1)
+      for (const lane of turn.lanes) {
+        byStatus.set(statusLabel[lane.status], (byStatus.get(statusLabel[lane.status]) ?? 0) + 1)
+      }
     }
   }
   const calls = [...byStatus].map(([status, n]) => `${n} ${status}`).join(" · ")
-  const problems = timeline.problems.length === 0 ? "" : `<section class="problems" data-testid="problems"><h2>${
-    timeline.problems.length
-  } line(s) could not be read</h2><ul>${
-    timeline.problems.slice(0, 50).map((p) => `<li>line ${p.line}: ${escapeHtml(p.problem)}</li>`).join("")
-  }</ul></section>`
+  const problems = timeline.problems.length === 0 ?
+    "" :
+    `<section class="problems" data-testid="problems"><h2>${timeline.problems.length} line(s) could not be read</h2><ul>${
+      timeline.problems.slice(0, 50).map((p) => `<li>line ${p.line}: ${escapeHtml(p.problem)}</li>`).join("")
+    }</ul></section>`
   const meta = [
     header?.provider === undefined ? "" : `provider <b>${escapeHtml(header.provider)}</b>`,
     header?.model === undefined ? "" : `model <b>${escapeHtml(header.model)}</b>`,
@@ -366,7 +405,11 @@ export const renderPage = (timeline: Timeline, source: { readonly file: string; 
 ${renderInvariants(timeline)}
 ${problems}
 ${system}
-${timeline.runs.length === 0 ? `<p class="empty">This session has no runs yet.</p>` : timeline.runs.map(renderRun).join("\n")}
+${
+    timeline.runs.length === 0
+      ? `<p class="empty">This session has no runs yet.</p>`
+      : timeline.runs.map(renderRun).join("\n")
+  }
 </main>
 <footer>Served locally by <code>agentloop view</code>; this page loads nothing from the network.</footer>
 <script>${SCRIPT}</script>

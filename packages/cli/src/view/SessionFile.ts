@@ -8,9 +8,9 @@
  *
  * @since 0.1.0
  */
-import { Exit, Schema } from "effect"
 import { decodeSessionRecord, Message } from "@agentloop/core"
 import type { SessionRecord, TranscriptRecord } from "@agentloop/core"
+import { Exit, Schema } from "effect"
 
 /**
  * One line of a session file, as read: a message, a record, or a line that is neither (with why).
@@ -85,7 +85,11 @@ export const parseSessionText = (text: string): Array<SessionLine> => {
       // a type this reader does not know: skipped
       if (decoded === undefined) return
       if (decoded.ok) out.push({ _tag: "Record", line, record: decoded.record })
-      else out.push({ _tag: "Problem", line, problem: `not a valid "${value.type}" record: ${shortText(decoded.error)}` })
+      else {out.push({
+          _tag: "Problem",
+          line,
+          problem: `not a valid "${value.type}" record: ${shortText(decoded.error)}`
+        })}
       return
     }
     out.push({ _tag: "Problem", line, problem: "neither a message (role) nor a record (type)" })

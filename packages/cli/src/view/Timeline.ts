@@ -10,7 +10,15 @@
  * @since 0.1.0
  */
 import { addUsage, pairingViolations, subAgentRunOf, toolCallsOf } from "@agentloop/core"
-import type { AssistantMessage, Message, RunReason, SessionHeader, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
+import type {
+  AssistantMessage,
+  Message,
+  RunReason,
+  SessionHeader,
+  ToolCall,
+  ToolResultMessage,
+  Usage
+} from "@agentloop/core"
 import type { SessionLine } from "./SessionFile.ts"
 
 /**
@@ -398,7 +406,11 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
   let lastAt: number | undefined
 
   const startRun = (at: number | undefined, prompt: string): RunDraft => {
-    const next: RunDraft = { index: runs.length + 1, prompt, startedAt: at, turns: [],
+    const next: RunDraft = {
+      index: runs.length + 1,
+      prompt,
+      startedAt: at,
+      turns: [],
       compactions: [],
       modelChanges: [],
       end: undefined,
@@ -551,7 +563,9 @@ export const buildTimeline = (lines: ReadonlyArray<SessionLine>): Timeline => {
         break
       }
       case "assistant": {
-        const current = turn !== undefined && turn.assistantMessages === 0 ? turn : startTurn(undefined, undefined, false)
+        const current = turn !== undefined && turn.assistantMessages === 0
+          ? turn
+          : startTurn(undefined, undefined, false)
         current.assistantMessages++
         current.stopReason = message.stopReason
         current.errorMessage = message.errorMessage
@@ -675,8 +689,13 @@ const checkSession = (
       if (!hasRecords) continue
       // A call that ran has a tool_start; one that never ran (denied, skipped) has only its tool_end.
       for (const lane of t.lanes) {
-        if (lane.startedAt === undefined && (lane.status === "ok" || lane.status === "error" || lane.status === "timedOut")) {
-          timing.push(`run ${owner.index}, turn ${t.index}: tool call "${lane.toolCallId}" has a result but no tool_start`)
+        if (
+          lane.startedAt === undefined &&
+          (lane.status === "ok" || lane.status === "error" || lane.status === "timedOut")
+        ) {
+          timing.push(
+            `run ${owner.index}, turn ${t.index}: tool call "${lane.toolCallId}" has a result but no tool_start`
+          )
         }
       }
       if (!t.requested) {
@@ -684,7 +703,8 @@ const checkSession = (
       }
       // A request whose stream failed or was aborted has no final message, and ends its run.
       const last = t === owner.turns[owner.turns.length - 1]
-      const endedWithoutAnswer = owner.end === undefined || owner.end.reason === "error" || owner.end.reason === "aborted"
+      const endedWithoutAnswer = owner.end === undefined || owner.end.reason === "error" ||
+        owner.end.reason === "aborted"
       if (t.assistantMessages === 0 && !(last && endedWithoutAnswer)) {
         oneAnswer.push(`run ${owner.index}, turn ${t.index}: a request with no assistant message`)
       }
@@ -699,7 +719,9 @@ const checkSession = (
       )
     }
     if (owner.end?.steps !== undefined && owner.end.steps !== owner.turns.length) {
-      oneEnd.push(`run ${owner.index}: run_end says ${owner.end.steps} step(s), the file has ${owner.turns.length} turn(s)`)
+      oneEnd.push(
+        `run ${owner.index}: run_end says ${owner.end.steps} step(s), the file has ${owner.turns.length} turn(s)`
+      )
     }
   }
   return [

@@ -9,10 +9,10 @@
  *
  * @since 0.1.0
  */
+import { NodeHttpServer } from "@effect/platform-node"
 import { Console, Effect, FileSystem, Path, Schema } from "effect"
 import type { Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { NodeHttpServer } from "@effect/platform-node"
 import { createHash } from "node:crypto"
 import { lstatSync } from "node:fs"
 import * as Http from "node:http"
@@ -145,15 +145,19 @@ export const resolveSessionFile = Effect.fn("Viewer.resolveSessionFile")(functio
   if (names.length === 0) {
     return yield* new ViewError({
       reason: "NoSessions",
-      message: `no sessions in ${dir}: run \`agentloop run\` or \`agentloop chat\` in ${root} first, or name a session file`
+      message:
+        `no sessions in ${dir}: run \`agentloop run\` or \`agentloop chat\` in ${root} first, or name a session file`
     })
   }
   // The latest is the one `--continue` picks: the latest header time, then the largest id.
-  const dated = yield* Effect.forEach(names, (name) =>
-    readTextFile(root, `${SESSIONS_FOLDER}/${name}`, MAX_VIEW_BYTES).pipe(
-      Effect.map((text) => ({ name, at: headerTime(text) })),
-      Effect.orElseSucceed(() => ({ name, at: -1 }))
-    ))
+  const dated = yield* Effect.forEach(
+    names,
+    (name) =>
+      readTextFile(root, `${SESSIONS_FOLDER}/${name}`, MAX_VIEW_BYTES).pipe(
+        Effect.map((text) => ({ name, at: headerTime(text) })),
+        Effect.orElseSucceed(() => ({ name, at: -1 }))
+      )
+  )
   dated.sort((a, b) => b.at - a.at || (a.name < b.name ? 1 : a.name > b.name ? -1 : 0))
   return path.join(dir, dated[0]!.name)
 })
@@ -187,11 +191,14 @@ export const readSessionText = (file: string, workspace?: string): Effect.Effect
     NodePath.resolve(workspace) :
     NodePath.dirname(file)
   return readTextFile(root, NodePath.relative(root, file), MAX_VIEW_BYTES).pipe(
-    Effect.mapError((error) => new ViewError({ reason: "Unreadable", message: `cannot read ${file}: ${error.message}` }))
+    Effect.mapError((error) =>
+      new ViewError({ reason: "Unreadable", message: `cannot read ${file}: ${error.message}` })
+    )
   )
 }
 
-const versionOf = (text: string): string => `${text.length}-${createHash("sha1").update(text).digest("hex").slice(0, 16)}`
+const versionOf = (text: string): string =>
+  `${text.length}-${createHash("sha1").update(text).digest("hex").slice(0, 16)}`
 
 /**
  * A token that changes when the session file changes (its length and a digest of its text), read
@@ -293,7 +300,9 @@ export const serveSession = (
       Effect.mapError((error) =>
         new ViewError({
           reason: "Listen",
-          message: `cannot listen on ${HOST}:${port}: ${error.cause instanceof Error ? error.cause.message : String(error.cause)}`
+          message: `cannot listen on ${HOST}:${port}: ${
+            error.cause instanceof Error ? error.cause.message : String(error.cause)
+          }`
         })
       )
     )

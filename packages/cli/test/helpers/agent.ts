@@ -23,7 +23,11 @@ export interface Call {
 
 /** One scripted model answer. */
 export type Step =
-  | { readonly text?: string; readonly calls?: ReadonlyArray<Call>; readonly usage?: { input: number; output: number; cached?: number } }
+  | {
+    readonly text?: string
+    readonly calls?: ReadonlyArray<Call>
+    readonly usage?: { input: number; output: number; cached?: number }
+  }
   | { readonly hang: true }
 
 export interface RecordedBody {
@@ -41,17 +45,28 @@ const sse = (chunks: ReadonlyArray<unknown>) => chunks.map((c) => `data: ${JSON.
 
 const openAiBody = (step: Exclude<Step, { hang: true }>) => {
   const chunks: Array<unknown> = []
-  if (step.text !== undefined) chunks.push({ choices: [{ index: 0, delta: { role: "assistant", content: step.text }, finish_reason: null }] })
+  if (step.text !== undefined) {
+    chunks.push({ choices: [{ index: 0, delta: { role: "assistant", content: step.text }, finish_reason: null }] })
+  }
   ;(step.calls ?? []).forEach((c, index) =>
     chunks.push({
       choices: [{
         index: 0,
-        delta: { tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.args) } }] },
+        delta: {
+          tool_calls: [{
+            index,
+            id: c.id,
+            type: "function",
+            function: { name: c.name, arguments: JSON.stringify(c.args) }
+          }]
+        },
         finish_reason: null
       }]
     })
   )
-  chunks.push({ choices: [{ index: 0, delta: {}, finish_reason: (step.calls ?? []).length > 0 ? "tool_calls" : "stop" }] })
+  chunks.push({
+    choices: [{ index: 0, delta: {}, finish_reason: (step.calls ?? []).length > 0 ? "tool_calls" : "stop" }]
+  })
   if (step.usage !== undefined) {
     chunks.push({
       choices: [],
@@ -70,7 +85,14 @@ const anthropicBody = (step: Exclude<Step, { hang: true }>) => {
   const usage = step.usage ?? { input: 0, output: 0 }
   events.push({
     type: "message_start",
-    message: { id: "msg_1", type: "message", role: "assistant", model: "claude-test", content: [], usage: { input_tokens: usage.input, output_tokens: 1, cache_read_input_tokens: usage.cached ?? 0 } }
+    message: {
+      id: "msg_1",
+      type: "message",
+      role: "assistant",
+      model: "claude-test",
+      content: [],
+      usage: { input_tokens: usage.input, output_tokens: 1, cache_read_input_tokens: usage.cached ?? 0 }
+    }
   })
   let index = 0
   if (step.text !== undefined) {
@@ -80,8 +102,16 @@ const anthropicBody = (step: Exclude<Step, { hang: true }>) => {
     index++
   }
   for (const c of step.calls ?? []) {
-    events.push({ type: "content_block_start", index, content_block: { type: "tool_use", id: c.id, name: c.name, input: {} } })
-    events.push({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: JSON.stringify(c.args) } })
+    events.push({
+      type: "content_block_start",
+      index,
+      content_block: { type: "tool_use", id: c.id, name: c.name, input: {} }
+    })
+    events.push({
+      type: "content_block_delta",
+      index,
+      delta: { type: "input_json_delta", partial_json: JSON.stringify(c.args) }
+    })
     events.push({ type: "content_block_stop", index })
     index++
   }
@@ -142,7 +172,16 @@ export const makeWorkspace = (): string => realpathSync(mkdtempSync(join(tmpdir(
 /** The environment the CLI runs with in tests: no config from the machine, no colours forced. */
 export const testEnv = (workspace: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
   const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: join(workspace, ".no-user-config"), ...extra }
-  for (const name of ["AGENTLOOP_PROVIDER", "AGENTLOOP_MODEL", "AGENTLOOP_BASE_URL", "AGENTLOOP_API_KEY_ENV", "NO_COLOR", "FORCE_COLOR"]) {
+  for (
+    const name of [
+      "AGENTLOOP_PROVIDER",
+      "AGENTLOOP_MODEL",
+      "AGENTLOOP_BASE_URL",
+      "AGENTLOOP_API_KEY_ENV",
+      "NO_COLOR",
+      "FORCE_COLOR"
+    ]
+  ) {
     if (!(name in extra)) delete env[name]
   }
   return env
@@ -163,7 +202,9 @@ export interface Running {
    * The exit, or, past `limitMs`, a failure of its own ("still running after N s", with the output)
    * after killing it: a bound a loaded machine can reach never shows as a wrong exit code.
    */
-  readonly exitedWithin: (limitMs: number) => Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+  readonly exitedWithin: (
+    limitMs: number
+  ) => Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
 }
 
 const PTY_DRIVER = `
@@ -203,7 +244,10 @@ export const startCli = (
 ): Running => {
   const node = [process.execPath, "--conditions=agentloop-source", bin, ...args]
   const child = options.pty === true ?
-    spawn("python3", ["-c", PTY_DRIVER, ...node], { cwd: options.cwd, env: { ...options.env, TERM: "xterm-256color" } }) :
+    spawn("python3", ["-c", PTY_DRIVER, ...node], {
+      cwd: options.cwd,
+      env: { ...options.env, TERM: "xterm-256color" }
+    }) :
     spawn(node[0]!, node.slice(1), { cwd: options.cwd, env: options.env })
   let out = ""
   let err = ""
@@ -230,7 +274,8 @@ export const startCli = (
     endInput: () => void child.stdin!.end(),
     waitFor: (pattern, timeoutMs = 90_000, from = 0) =>
       new Promise<void>((resolve, reject) => {
-        const test = () => (typeof pattern === "string" ? out.slice(from).includes(pattern) : pattern.test(out.slice(from)))
+        const test =
+          () => (typeof pattern === "string" ? out.slice(from).includes(pattern) : pattern.test(out.slice(from)))
         if (test()) return resolve()
         const timer = setTimeout(() => {
           waiters.delete(check)
@@ -252,7 +297,11 @@ export const startCli = (
       const bound = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {
           child.kill("SIGKILL")
-          reject(new Error(`agentloop ${args.join(" ")}: still running after ${limitMs / 1000} s; output:\n${out}\nstderr:\n${err}`))
+          reject(
+            new Error(
+              `agentloop ${args.join(" ")}: still running after ${limitMs / 1000} s; output:\n${out}\nstderr:\n${err}`
+            )
+          )
         }, limitMs)
       })
       return Promise.race([exited, bound]).finally(() => clearTimeout(timer))
@@ -263,7 +312,9 @@ export const startCli = (
 /** The session files of a workspace, oldest first. */
 export const sessionFiles = (workspace: string): Array<string> => {
   try {
-    return readdirSync(join(workspace, ".agentloop", "sessions")).sort().map((n) => join(workspace, ".agentloop", "sessions", n))
+    return readdirSync(join(workspace, ".agentloop", "sessions")).sort().map((n) =>
+      join(workspace, ".agentloop", "sessions", n)
+    )
   } catch {
     return []
   }
@@ -271,7 +322,9 @@ export const sessionFiles = (workspace: string): Array<string> => {
 
 /** The parsed lines of a file. */
 export const jsonLines = (file: string): Array<Record<string, unknown>> =>
-  readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0).map((l) => JSON.parse(l) as Record<string, unknown>)
+  readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0).map((l) =>
+    JSON.parse(l) as Record<string, unknown>
+  )
 
 /** Whether process `pid` still exists (and is not a zombie). */
 export const alive = (pid: number): boolean => {
@@ -329,4 +382,13 @@ export const eventually = async (test: () => boolean, ms: number): Promise<boole
 export const providerFlags = (server: ScriptServer, provider: "openai-compat" | "anthropic" = "openai-compat") =>
   provider === "openai-compat" ?
     ["--provider", "openai-compat", "--base-url", `${server.url}/v1`, "--model", "test-model"] :
-    ["--provider", "anthropic", "--base-url", server.url, "--model", "claude-test", "--api-key-env", "AGENTLOOP_TEST_KEY"]
+    [
+      "--provider",
+      "anthropic",
+      "--base-url",
+      server.url,
+      "--model",
+      "claude-test",
+      "--api-key-env",
+      "AGENTLOOP_TEST_KEY"
+    ]

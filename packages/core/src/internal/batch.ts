@@ -17,7 +17,6 @@
  *   interrupted, one never claimed skipped): the same results.
  */
 import { Duration, Effect, Exit, Fiber, Semaphore } from "effect"
-import { batchStages, deniedResult, interruptedResult, runToolCall } from "./toolCall.ts"
 import type { ExecutorShape } from "../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
@@ -28,6 +27,7 @@ import { errorResult, skippedResult } from "../Transcript.ts"
 import { abortRunningCalls, awaitAbort, changeAndEmit, describeCause, RunningCalls } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { CallRecord, PolicyRecord } from "./records.ts"
+import { batchStages, deniedResult, interruptedResult, runToolCall } from "./toolCall.ts"
 
 /** What a batch needs from its run. */
 export interface BatchSettings {
@@ -68,7 +68,10 @@ const decidePolicy = (policy: ToolPolicy, call: ToolCall, definition: ToolDefini
   Effect.map(Effect.exit(decide(policy, call, definition)), (exit): PolicyRecord =>
     Exit.isSuccess(exit) ?
       exit.value :
-      { _tag: "Failed", error: `the run's policy failed on call "${call.id}" (${call.name}): ${describeCause(exit.cause)}` })
+      {
+        _tag: "Failed",
+        error: `the run's policy failed on call "${call.id}" (${call.name}): ${describeCause(exit.cause)}`
+      })
 
 /** The result of a call its policy could not decide: it does not run. */
 const policyFailedResult = (call: ToolCall, error: string): ToolResultMessage =>
@@ -112,7 +115,9 @@ export const runBatch = (
       step,
       index,
       PolicyRecord,
-      Effect.suspend(() => signal?.aborted ? Effect.succeed(abortedFirst) : decidePolicy(policy!, call, definitions.get(call.name))),
+      Effect.suspend(() =>
+        signal?.aborted ? Effect.succeed(abortedFirst) : decidePolicy(policy!, call, definitions.get(call.name))
+      ),
       noReplay
     )
 
@@ -141,7 +146,11 @@ export const runBatch = (
   }
 
   /** Call `index` as it runs: started, executed. */
-  const execute = (index: number, call: ToolCall, idempotencyKey: string | undefined): Effect.Effect<ToolResultMessage> => {
+  const execute = (
+    index: number,
+    call: ToolCall,
+    idempotencyKey: string | undefined
+  ): Effect.Effect<ToolResultMessage> => {
     started[index] = true
     const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
     const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
@@ -213,7 +222,9 @@ export const runBatch = (
     const cap = settings.concurrency
     const gate = cap === "unbounded" || cap >= items.length ? undefined : Semaphore.makeUnsafe(cap)
     const each = gate === undefined ? f : (item: number) => gate.withPermits(1)(Effect.suspend(() => f(item)))
-    return Effect.forEach(items, each, { concurrency: "unbounded", discard }) as Effect.Effect<D extends true ? void : Array<A>>
+    return Effect.forEach(items, each, { concurrency: "unbounded", discard }) as Effect.Effect<
+      D extends true ? void : Array<A>
+    >
   }
 
   /**
@@ -224,7 +235,10 @@ export const runBatch = (
    * tool's signal fires before its own interrupt finalizers with one fiber per call instead of
    * two.
    */
-  const concurrently = (items: ReadonlyArray<number>, run: (item: number) => Effect.Effect<unknown>): Effect.Effect<void> => {
+  const concurrently = (
+    items: ReadonlyArray<number>,
+    run: (item: number) => Effect.Effect<unknown>
+  ): Effect.Effect<void> => {
     const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
     const stageCalls = Effect.provideService(capped(items, run, true), RunningCalls, running)
     return Effect.uninterruptibleMask((restore) =>
@@ -273,7 +287,9 @@ export const runBatch = (
       { discard: true }
     )
   // (a replayed batch of an aborted run: each step answers the abort itself, as it was answered then)
-  const raced = signal === undefined || (replays && signal.aborted) ? batch : Effect.raceFirst(batch, awaitAbort(signal))
+  const raced = signal === undefined || (replays && signal.aborted)
+    ? batch
+    : Effect.raceFirst(batch, awaitAbort(signal))
   const answerLeft = Effect.suspend(() => {
     const pending: Array<number> = []
     for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)

@@ -296,7 +296,8 @@ export const isSoundTranscriptFast = (input: ReadonlyArray<unknown>): boolean =>
         const result = input[i++]
         if (
           typeof result !== "object" || result === null || Array.isArray(result) ||
-          (result as Obj).role !== "toolResult" || (!(lookForTrust && isTrusted(result)) && !isToolResultFields(result as Obj)) ||
+          (result as Obj).role !== "toolResult" ||
+          (!(lookForTrust && isTrusted(result)) && !isToolResultFields(result as Obj)) ||
           (result as ToolResultMessage).toolCallId !== id || (result as ToolResultMessage).toolName !== part.name
         ) return false
       }

@@ -337,8 +337,9 @@ export const compileSchema = (schema: unknown): Check => {
   if (checks.length === 0) return () => true
   const whole = all(checks)
   // the type check comes first: when it fails, the other keywords have nothing to say
-  return types === undefined ? whole : (value, path, issues) =>
-    types(value, path, undefined) ? whole(value, path, issues) : types(value, path, issues)
+  return types === undefined ?
+    whole :
+    (value, path, issues) => types(value, path, undefined) ? whole(value, path, issues) : types(value, path, issues)
 }
 
 const formatPath = (path: ReadonlyArray<string | number>): string => JSON.stringify(path)

@@ -16,17 +16,16 @@ import { Message, toolCallsOf, UserMessage as UserMessageSchema } from "../Messa
 import type { AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage } from "../Message.ts"
 import { Model, ToolDefinition } from "../Model.ts"
 import type { ModelRequest } from "../Model.ts"
+import { DEFAULT_OUTPUT_RETRIES, isAcceptedAnswer, toOutputSchema } from "../Output.ts"
+import type { ApprovalAnswer } from "../Policy.ts"
 import { AgentRunResult, DEFAULT_MAX_STEPS, RunSettings } from "../Run.ts"
 import type { AgentLoopOptions } from "../Run.ts"
 import { RunControl } from "../RunControl.ts"
 import type { RunControlShape } from "../RunControl.ts"
 import { memoryJournal, RunJournal } from "../RunJournal.ts"
 import type { RunJournalShape } from "../RunJournal.ts"
-import type { ApprovalAnswer } from "../Policy.ts"
 import { ToolConcurrency, ToolTimeout } from "../ToolExecution.ts"
 import { pairingViolations, prepareTranscript, skippedResult } from "../Transcript.ts"
-import { streamTurn } from "./turn.ts"
-import type { TurnEnding } from "./turn.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
 import {
@@ -43,11 +42,12 @@ import type { SinkCallback, UsageTotal } from "./common.ts"
 import type { Emit } from "./common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "./guards.ts"
 import { makeAnswerState, nameTaken, overLimit, repairAfterText, replayAnswer, startTurn } from "./output.ts"
-import { trust } from "./trusted.ts"
 import type { AnswerState } from "./output.ts"
 import { BoundaryRecord, TurnRecord } from "./records.ts"
 import type { Ending } from "./records.ts"
-import { DEFAULT_OUTPUT_RETRIES, isAcceptedAnswer, toOutputSchema } from "../Output.ts"
+import { trust } from "./trusted.ts"
+import { streamTurn } from "./turn.ts"
+import type { TurnEnding } from "./turn.ts"
 
 /** How the run ended, before it is turned into the result and the `turn_end` event. */
 type Outcome = TurnEnding
@@ -135,7 +135,9 @@ export const guardSink = (sink: typeof EventSink.Service): Emit => {
       } catch (defect) {
         return start(onSinkFailure(event)(Cause.die(defect)))
       }
-      return Effect.isEffect(out) ? start(Effect.catchCause(out as Effect.Effect<void>, onSinkFailure(event))) : Effect.void
+      return Effect.isEffect(out)
+        ? start(Effect.catchCause(out as Effect.Effect<void>, onSinkFailure(event)))
+        : Effect.void
     }
     synchronousEmits.add(emit)
     return emit
@@ -202,17 +204,23 @@ const checkPushed = (messages: ReadonlyArray<unknown>, kind: "steering" | "follo
 const noMessages: ReadonlyArray<UserMessage> = []
 
 const drain = (queue: Queue.Dequeue<UserMessage> | undefined): Effect.Effect<ReadonlyArray<UserMessage>> =>
-  queue === undefined ? Effect.succeed([]) : Effect.map(Queue.clear(queue), (items) => items as ReadonlyArray<UserMessage>)
+  queue === undefined
+    ? Effect.succeed([])
+    : Effect.map(Queue.clear(queue), (items) => items as ReadonlyArray<UserMessage>)
 
 /** The request's messages after `transformContext`, or why they cannot be sent. */
 const shapeContext = (
   transform: NonNullable<AgentLoopOptions["transformContext"]>,
   messages: ReadonlyArray<Message>
-): Effect.Effect<{ readonly ok: true; readonly messages: ReadonlyArray<Message> } | { readonly ok: false; readonly error: string }> =>
+): Effect.Effect<
+  { readonly ok: true; readonly messages: ReadonlyArray<Message> } | { readonly ok: false; readonly error: string }
+> =>
   Effect.map(Effect.exit(Effect.suspend(() => transform(messages))), (exit) => {
     if (Exit.isFailure(exit)) return { ok: false, error: `transformContext failed: ${describeCause(exit.cause)}` }
     const shaped = exit.value
-    if (!Array.isArray(shaped)) return { ok: false, error: "transformContext returned an invalid transcript: not an array" }
+    if (!Array.isArray(shaped)) {
+      return { ok: false, error: "transformContext returned an invalid transcript: not an array" }
+    }
     for (let i = 0; i < shaped.length; i++) {
       if (!isMessageFast(shaped[i])) {
         const decoded = decodeMessage(shaped[i])
@@ -227,7 +235,10 @@ const shapeContext = (
     const broken = pairingViolations(shaped)
     return broken.length === 0 ?
       { ok: true, messages: shaped } :
-      { ok: false, error: `transformContext returned messages that split tool calls from their results: ${broken.join("; ")}` }
+      {
+        ok: false,
+        error: `transformContext returned messages that split tool calls from their results: ${broken.join("; ")}`
+      }
   })
 
 const decodeMessage = Schema.decodeUnknownExit(Message)
@@ -287,7 +298,9 @@ const snapshotRequest = (
 
 /** The control of a run that has none provided: its own options. */
 const controlOf = (options: AgentLoopOptions): RunControlShape => {
-  if (typeof options !== "object" || options === null) return { signal: undefined, steering: undefined, followUps: undefined }
+  if (typeof options !== "object" || options === null) {
+    return { signal: undefined, steering: undefined, followUps: undefined }
+  }
   const { signal, steering, followUps } = options
   return {
     signal,
@@ -298,7 +311,9 @@ const controlOf = (options: AgentLoopOptions): RunControlShape => {
 
 const endingOf = (outcome: TurnEnding): Ending =>
   outcome.error === undefined ?
-    (outcome.errorReason === undefined ? { reason: outcome.reason } : { reason: outcome.reason, errorReason: outcome.errorReason }) :
+    (outcome.errorReason === undefined
+      ? { reason: outcome.reason }
+      : { reason: outcome.reason, errorReason: outcome.errorReason }) :
     outcome.errorReason === undefined ?
     { reason: outcome.reason, error: outcome.error } :
     { reason: outcome.reason, error: outcome.error, errorReason: outcome.errorReason }
@@ -352,7 +367,9 @@ const drive = (
       definitions: new Map(definitions.map((d) => [d.name, d])),
       concurrency: yield* ToolConcurrency,
       defaultTimeout: yield* ToolTimeout,
-      approvalTimeout: options.approvalTimeout === undefined ? undefined : Duration.fromInputUnsafe(options.approvalTimeout),
+      approvalTimeout: options.approvalTimeout === undefined
+        ? undefined
+        : Duration.fromInputUnsafe(options.approvalTimeout),
       traced: yield* tracingBackend,
       finalAnswer: answers?.output.name,
       replayAnswer: answers === undefined ? undefined : (call) => replayAnswer(answers, call),
@@ -407,7 +424,9 @@ const drive = (
     // -- the steps --------------------------------------------------------------------------
     /** The safe boundary before a request, then the turn: `turn/<n>`. */
     const turnStep: Effect.Effect<TurnRecord> = Effect.gen(function*() {
-      if (signal?.aborted) return { _tag: "Ended", steering: noMessages, requested: false, ending: { reason: "aborted" } }
+      if (signal?.aborted) {
+        return { _tag: "Ended", steering: noMessages, requested: false, ending: { reason: "aborted" } }
+      }
       // the safe boundary: every call so far is answered, the next request is not built yet
       const steered = control.steering === undefined ? noMessages : yield* control.steering(state.steeringTaken)
       let steering: ReadonlyArray<UserMessage> = noMessages
@@ -423,7 +442,9 @@ const drive = (
       let messages: ReadonlyArray<Message> | undefined
       if (transformContext !== undefined) {
         const shaped = yield* shapeContext(transformContext, state.transcript.slice())
-        if (!shaped.ok) return { _tag: "Ended", steering, requested: false, ending: { reason: "error", error: shaped.error } }
+        if (!shaped.ok) {
+          return { _tag: "Ended", steering, requested: false, ending: { reason: "error", error: shaped.error } }
+        }
         messages = shaped.messages
       }
       const current = tools.definitions
@@ -437,13 +458,17 @@ const drive = (
       }
       state.steps++
       const request: ModelRequest = messages !== undefined ?
-        (systemPrompt === undefined ? { messages, tools: definitions } : { systemPrompt, messages, tools: definitions }) :
+        (systemPrompt === undefined
+          ? { messages, tools: definitions }
+          : { systemPrompt, messages, tools: definitions }) :
         snapshotRequest(state.transcript, definitions, systemPrompt)
       const streamed = streamTurn(model, request, emit, signal)
       const turn = yield* (batch.traced ?
         Effect.withSpan(streamed, "agentloop.turn", { attributes: { "agentloop.step": state.steps } }) :
         streamed)
-      if (turn._tag === "Ended") return { _tag: "Ended", steering, requested: true, ending: endingOf(turn.outcome) }
+      if (turn._tag === "Ended") {
+        return { _tag: "Ended", steering, requested: true, ending: endingOf(turn.outcome) }
+      }
       const message = turn.message
       const turnCalls = toolCallsOf(message)
       // appending the message and announcing it happen together, or not at all
@@ -530,7 +555,14 @@ const drive = (
         if (answers.accepted !== undefined) {
           // an accepted answer is the run's stop: as there, late steering and follow-ups restart it,
           // and the run then needs an answer again
-          const boundary = yield* journal.step("answer", state.steps, undefined, BoundaryRecord, answerStep, replayBoundary)
+          const boundary = yield* journal.step(
+            "answer",
+            state.steps,
+            undefined,
+            BoundaryRecord,
+            answerStep,
+            replayBoundary
+          )
           if (boundary._tag === "Aborted") return { reason: "aborted" }
           if (boundary._tag === "Bad") return { reason: "error", error: boundary.error }
           if (boundary._tag === "More") {
@@ -553,7 +585,9 @@ const drive = (
 export const checkInput = (
   options: AgentLoopOptions
 ): { readonly ok: true; readonly transcript: Array<Message> } | { readonly ok: false; readonly error: string } => {
-  if (typeof options !== "object" || options === null) return { ok: false, error: "bad input: options must be an object" }
+  if (typeof options !== "object" || options === null) {
+    return { ok: false, error: "bad input: options must be an object" }
+  }
   if (!isRunSettingsFast(options)) {
     const settings = decodeSettings(options)
     if (Exit.isFailure(settings)) return { ok: false, error: `bad input: ${describeCause(settings.cause)}` }
@@ -676,7 +710,8 @@ const runTraced = (
       const deadline = deadlineOf(options)
       const driven = deadline === undefined ?
         drive(options, state, model, executor, emit, journal, control) :
-        withDeadline(deadline, control, journal, (bounded) => drive(options, state, model, executor, emit, journal, bounded))
+        withDeadline(deadline, control, journal, (bounded) =>
+          drive(options, state, model, executor, emit, journal, bounded))
       // a run inside a tool call (a sub-agent) does not inherit its caller's batch (see runBatch),
       // journal or control
       const own = journal === memoryJournal && given === undefined ?
@@ -687,7 +722,9 @@ const runTraced = (
       )))
       // with a journal that replays, an interruption is its engine suspending the run: it goes on
       // when it is replayed, and ends then
-      if (journal.replays && Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
+      if (journal.replays && Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+        return yield* Effect.failCause(exit.cause)
+      }
       const end = Effect.gen(function*() {
         yield* closeTranscript(state, emit)
         const outcome: Outcome = Exit.isSuccess(exit) ?
@@ -729,7 +766,9 @@ const runTraced = (
         recorded :
         { ...recorded, output: state.output.value }
       yield* onResult(result)
-      if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) return yield* Effect.failCause(exit.cause)
+      if (Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
+        return yield* Effect.failCause(exit.cause)
+      }
       return result
     })
   )

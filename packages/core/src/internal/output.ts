@@ -40,7 +40,13 @@ const acceptedResult = (call: ToolCall): ToolResultMessage => ({
   isError: false
 })
 
-const reject = (state: AnswerState, call: ToolCall, why: Rejection, problem: string, text: string): ToolResultMessage => {
+const reject = (
+  state: AnswerState,
+  call: ToolCall,
+  why: Rejection,
+  problem: string,
+  text: string
+): ToolResultMessage => {
   if (!state.rejectedThisTurn) {
     state.rejectedThisTurn = true
     state.rejected++
@@ -66,7 +72,9 @@ const answer = (state: AnswerState, call: ToolCall): Effect.Effect<ToolResultMes
       state.accepted = { value: exit.value, answer: state.output.answerOf(call.arguments) }
       return acceptedResult(call)
     }
-    const problem = exit.cause.reasons.map((r) => r._tag === "Fail" ? r.error.message : "the answer could not be decoded")
+    const problem = exit.cause.reasons.map((r) =>
+      r._tag === "Fail" ? r.error.message : "the answer could not be decoded"
+    )
       .join("; ")
     return reject(
       state,
@@ -114,7 +122,8 @@ export const makeAnswerState = (output: OutputSchema<unknown>, retries: number, 
  * Brings the state up to a final-answer call whose result a journal answered from its record: the
  * same decision again (it depends only on the call and the state), without its result.
  */
-export const replayAnswer = (state: AnswerState, call: ToolCall): Effect.Effect<void> => Effect.asVoid(answer(state, call))
+export const replayAnswer = (state: AnswerState, call: ToolCall): Effect.Effect<void> =>
+  Effect.asVoid(answer(state, call))
 
 /** Called before a turn's batch runs. */
 export const startTurn = (state: AnswerState, calls: ReadonlyArray<ToolCall>): void => {
@@ -153,6 +162,6 @@ export const nameTaken = (state: AnswerState, definitions: ReadonlyArray<ToolDef
   for (const definition of definitions) if (definition?.name === state.output.name) count++
   return count > 1 ?
     `bad input: the run has a tool named "${state.output.name}", the name of the final-answer tool; ` +
-      `give the output another name (outputSchema(schema, { name }))` :
+    `give the output another name (outputSchema(schema, { name }))` :
     undefined
 }

@@ -81,7 +81,9 @@ export const deriveJsonSchema = (what: string, schema: Schema.Top): JsonSchemaOb
     SchemaRepresentation.toRepresentation(schema.ast, { referencePolicy: () => undefined })
   )
   if (Object.keys(document.definitions).length > 0) {
-    throw new Error(`agentloop: ${what}: a recursive schema cannot be described without $ref; model providers need a self-contained JSON Schema`)
+    throw new Error(
+      `agentloop: ${what}: a recursive schema cannot be described without $ref; model providers need a self-contained JSON Schema`
+    )
   }
   let json = normalizeJsonSchema(document.schema) as JsonSchemaObject
   if (isEmptyStruct(schema.ast)) {

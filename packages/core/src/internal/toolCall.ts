@@ -9,8 +9,8 @@ import type { ExecutorShape, ToolContext } from "../Executor.ts"
 import type { LoopEvent } from "../LoopEvent.ts"
 import type { ToolCall, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
-import { describeCause, RunningCalls } from "./common.ts"
 import { checkToolResult, errorResult, skippedResult } from "../Transcript.ts"
+import { describeCause, RunningCalls } from "./common.ts"
 
 /**
  * Groups call indices into stages, run one after another: a run of non-exclusive calls (which

@@ -6,11 +6,11 @@
 import { Cause, Channel, Effect, Exit, Pull, Scope } from "effect"
 import { ModelError } from "../Errors.ts"
 import type { ModelErrorReason } from "../Errors.ts"
-import { awaitAbort, describeCause } from "./common.ts"
 import type { LoopEvent, RunReason } from "../LoopEvent.ts"
 import type { AssistantMessage } from "../Message.ts"
 import type { Model, ModelEvent, ModelRequest } from "../Model.ts"
 import { checkAssistantMessage } from "../Transcript.ts"
+import { awaitAbort, describeCause } from "./common.ts"
 
 /**
  * How a model turn ended without a message to act on: aborted, or an error (a failed, dead or
@@ -113,6 +113,9 @@ export const streamTurn = (
       `model stream died: ${describeCause(cause)}` :
       "model stream was interrupted"
     const errorReason = modelErrorReason(cause)
-    return { _tag: "Ended", outcome: errorReason === undefined ? { reason: "error", error } : { reason: "error", error, errorReason } }
+    return {
+      _tag: "Ended",
+      outcome: errorReason === undefined ? { reason: "error", error } : { reason: "error", error, errorReason }
+    }
   })
 }

@@ -19,5 +19,6 @@ export const registerRun = (runId: string, controller: AbortController): () => v
 /** Fires the abort of run `runId` if it runs in this process (synchronously). */
 export const abortLocally = (runId: string): void => {
   const set = running.get(runId)
-  if (set !== undefined) for (const controller of Array.from(set)) controller.abort() // a copy: an abort may leave the set
+  if (set !== undefined) { for (const controller of Array.from(set)) controller.abort() // a copy: an abort may leave the set
+   }
 }

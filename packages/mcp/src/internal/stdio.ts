@@ -5,8 +5,8 @@
  * stdio transport only signals the direct child, which leaves a server started through `npx` or
  * a shell running.
  */
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ReadBuffer, serializeMessage } from "@modelcontextprotocol/sdk/shared/stdio.js"
+import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Exit, Queue, Scope, Sink, Stream } from "effect"
 import type { Duration } from "effect"
@@ -70,22 +70,24 @@ export const makeStdioTransport = (
         pid = handle.pid
         const forkHere = <A, E>(effect: Effect.Effect<A, E>) => Effect.forkIn(Effect.ignore(effect), scope)
         yield* forkHere(Stream.run(Stream.fromQueue(input), handle.stdin))
-        yield* forkHere(Stream.runForEach(handle.stdout, (chunk) =>
-          Effect.sync(() => {
-            buffer.append(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
-            while (true) {
-              let message: JSONRPCMessage | null
-              try {
-                message = buffer.readMessage()
-              } catch (error) {
-                // the SDK's parser throws on a line that is not a JSON-RPC message; skip the line
-                transport.onerror?.(error instanceof Error ? error : new Error(String(error)))
-                continue
+        yield* forkHere(
+          Stream.runForEach(handle.stdout, (chunk) =>
+            Effect.sync(() => {
+              buffer.append(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength))
+              while (true) {
+                let message: JSONRPCMessage | null
+                try {
+                  message = buffer.readMessage()
+                } catch (error) {
+                  // the SDK's parser throws on a line that is not a JSON-RPC message; skip the line
+                  transport.onerror?.(error instanceof Error ? error : new Error(String(error)))
+                  continue
+                }
+                if (message === null) break
+                transport.onmessage?.(message)
               }
-              if (message === null) break
-              transport.onmessage?.(message)
-            }
-          })).pipe(Effect.ensuring(Effect.sync(onClosed))))
+            })).pipe(Effect.ensuring(Effect.sync(onClosed)))
+        )
         yield* forkHere(Stream.run(
           Stream.decodeText(handle.stderr),
           Sink.forEach((text: string) => Effect.sync(() => stderr = (stderr + text).slice(-STDERR_TAIL)))

@@ -3,13 +3,23 @@
  * decoder of the streamed events (`message_start`, `content_block_*`, `message_delta`,
  * `message_stop`, `ping`, `error`).
  */
-import { Result, Schema } from "effect"
 import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import { Result, Schema } from "effect"
 import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
 import { clip } from "./text.ts"
 import type { Cleaner } from "./text.ts"
-import { decodeEvent, fail, finish, isJsonObject, isOptionalString, notJson, notJsonMessage, parseJson, proceed } from "./transport.ts"
+import {
+  decodeEvent,
+  fail,
+  finish,
+  isJsonObject,
+  isOptionalString,
+  notJson,
+  notJsonMessage,
+  parseJson,
+  proceed
+} from "./transport.ts"
 import type { Step, WireProtocol } from "./transport.ts"
 
 // -----------------------------------------------------------------------------
@@ -28,22 +38,24 @@ export interface MessagesSettings {
 /** The marker of a prompt-cache breakpoint: the prefix up to and including the block is cached. */
 const cacheControl = { type: "ephemeral" } as const
 
-type Block = (
-  | { readonly type: "text"; readonly text: string }
-  | {
-    readonly type: "image"
-    readonly source: { readonly type: "base64"; readonly media_type: string; readonly data: string }
-  }
-  | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
-  | { readonly type: "redacted_thinking"; readonly data: string }
-  | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown }
-  | {
-    readonly type: "tool_result"
-    readonly tool_use_id: string
-    readonly content?: ReadonlyArray<Block>
-    readonly is_error?: true
-  }
-) & { readonly cache_control?: typeof cacheControl }
+type Block =
+  & (
+    | { readonly type: "text"; readonly text: string }
+    | {
+      readonly type: "image"
+      readonly source: { readonly type: "base64"; readonly media_type: string; readonly data: string }
+    }
+    | { readonly type: "thinking"; readonly thinking: string; readonly signature: string }
+    | { readonly type: "redacted_thinking"; readonly data: string }
+    | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown }
+    | {
+      readonly type: "tool_result"
+      readonly tool_use_id: string
+      readonly content?: ReadonlyArray<Block>
+      readonly is_error?: true
+    }
+  )
+  & { readonly cache_control?: typeof cacheControl }
 
 type WireMessage = { readonly role: "user" | "assistant"; readonly content: string | ReadonlyArray<Block> }
 
@@ -371,7 +383,9 @@ export const messagesProtocol = (options: {
     if (json === notJson) return fail(notJsonMessage(options.provider, options.clean, data), "protocol")
     const before = events.length
     // the event most of a stream is made of, without a `Result` per step
-    const quick = fast && isJsonObject(json) && json["type"] === "content_block_delta" ? fastBlockDelta(json) : undefined
+    const quick = fast && isJsonObject(json) && json["type"] === "content_block_delta"
+      ? fastBlockDelta(json)
+      : undefined
     if (quick !== undefined) {
       onBlockDelta(quick, events)
       emitted += events.length - before
@@ -439,7 +453,7 @@ export const messagesProtocol = (options: {
         if (emitted === 0 && retryAs !== undefined) return fail(text, retryAs, true)
         return finalize(events, text)
       }
-      // ping, content_block_stop and event types added later carry nothing to keep
+        // ping, content_block_stop and event types added later carry nothing to keep
     }
     emitted += events.length - before
     return proceed

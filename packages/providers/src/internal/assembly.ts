@@ -6,9 +6,9 @@
  * The wire modules (OpenAI chunks, Anthropic events) only decide *which* block a delta belongs
  * to, by a key of their choosing; everything else is here, once.
  */
+import type { AssistantMessage, ModelEvent, StopReason, ToolCall, Usage } from "@agentloop/core"
 import { Result } from "effect"
 import { clip } from "./text.ts"
-import type { AssistantMessage, ModelEvent, StopReason, ToolCall, Usage } from "@agentloop/core"
 
 /**
  * Text built from many small deltas. `text += delta` keeps every delta alive inside a rope (a node
@@ -65,8 +65,7 @@ type Block =
 
 type ToolCallBlock = Extract<Block, { kind: "toolCall" }>
 
-const isRecord = (u: unknown): u is Record<string, unknown> =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
 
 /**
  * Parses the concatenated argument fragments of one tool call. Empty text is `{}` (a call

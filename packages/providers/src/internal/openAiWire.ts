@@ -3,8 +3,8 @@
  * decoder of the streamed `chat.completion.chunk`s (OpenAI and the servers that copy it, with
  * their differences: see the fixtures' README).
  */
-import { Result, Schema } from "effect"
 import type { Message, ModelErrorReason, ModelEvent, ModelRequest, StopReason, Usage } from "@agentloop/core"
+import { Result, Schema } from "effect"
 import type { Sse } from "effect/encoding"
 import { MessageAssembly } from "./assembly.ts"
 import type { Cleaner } from "./text.ts"
@@ -208,7 +208,8 @@ export const fastChunk = (u: unknown): WireChunk | undefined => {
       const delta = choice["delta"]
       if (delta !== undefined && delta !== null) {
         if (
-          !isJsonObject(delta) || !isOptionalString(delta["content"]) || !isOptionalString(delta["reasoning_content"]) ||
+          !isJsonObject(delta) || !isOptionalString(delta["content"]) ||
+          !isOptionalString(delta["reasoning_content"]) ||
           !isOptionalString(delta["reasoning"]) || !isOptionalString(delta["refusal"]) ||
           !isOptionalToolCalls(delta["tool_calls"])
         ) return undefined
@@ -370,7 +371,9 @@ export const chatProtocol = (options: {
       }
       const code = typeof wireError === "string" ? undefined : wireError.code
       const text = typeof wireError === "string" ? wireError : wireError.message ?? wireError.type ?? "unknown error"
-      const codeNote = typeof code === "string" || typeof code === "number" ? ` (code ${options.clean(String(code), 100)})` : ""
+      const codeNote = typeof code === "string" || typeof code === "number"
+        ? ` (code ${options.clean(String(code), 100)})`
+        : ""
       error = `${options.clean(text)}${codeNote}`
     }
     emitted += events.length - before

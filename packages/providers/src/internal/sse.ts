@@ -64,7 +64,12 @@ export const makeEventParser = (onEvent: (event: Sse.Event) => void, maxEventSiz
     eventName = undefined
     data = undefined
     if (eventData !== undefined) {
-      onEvent({ _tag: "Event", event: name === undefined || name === "" ? "message" : name, id: lastEventId, data: eventData })
+      onEvent({
+        _tag: "Event",
+        event: name === undefined || name === "" ? "message" : name,
+        id: lastEventId,
+        data: eventData
+      })
     }
   }
 
@@ -107,7 +112,7 @@ export const makeEventParser = (onEvent: (event: Sse.Event) => void, maxEventSiz
       case "id":
         if (!value.includes("\u0000")) lastEventId = value
         break
-      // `retry` and unknown fields are ignored
+        // `retry` and unknown fields are ignored
     }
   }
 

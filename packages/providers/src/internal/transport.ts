@@ -5,10 +5,10 @@
  * retry policy allows (each retry logged and recorded on the span), and turn every other failure
  * into a typed `ModelError` whose message never carries a credential or a stack trace.
  */
-import { Array as Arr, Cause, Clock, Duration, Effect, Option, Pull, Random, Result, Stream } from "effect"
-import type { Schema } from "effect"
 import { Model, ModelError } from "@agentloop/core"
 import type { AssistantMessage, ModelErrorReason, ModelEvent, ModelRequest } from "@agentloop/core"
+import { Array as Arr, Cause, Clock, Duration, Effect, Option, Pull, Random, Result, Stream } from "effect"
+import type { Schema } from "effect"
 import type { Sse } from "effect/encoding"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientError, HttpClientResponse } from "effect/http"
@@ -343,7 +343,9 @@ const within = <A, E, R>(
   duration: Duration.Duration,
   onTimeout: () => E
 ): Effect.Effect<A, E, R> =>
-  Duration.isFinite(duration) ? Effect.timeoutOrElse(effect, { duration, orElse: () => Effect.fail(onTimeout()) }) : effect
+  Duration.isFinite(duration)
+    ? Effect.timeoutOrElse(effect, { duration, orElse: () => Effect.fail(onTimeout()) })
+    : effect
 
 /** Redirects are returned, not followed, by effect's fetch client (other clients do not follow them by default). */
 const noRedirects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
@@ -599,7 +601,8 @@ export const streamProvider = (
   return run(0).pipe(
     Stream.mapArray((events) =>
       events.some((event) => event.type === "done") ?
-        Arr.map(events, (event) => event.type === "done" ? { ...event, message: finalMessage(call, event.message) } : event) :
+        Arr.map(events, (event) =>
+          event.type === "done" ? { ...event, message: finalMessage(call, event.message) } : event) :
         events
     ),
     Stream.withSpan("agentloop.provider.stream", {
@@ -617,7 +620,8 @@ export const streamProvider = (
 const finalMessage = (call: ProviderCall, message: AssistantMessage): AssistantMessage => {
   const prices = call.prices === false ?
     undefined :
-    call.prices ?? modelInfo(call.model).prices ?? (message.model === undefined ? undefined : modelInfo(message.model).prices)
+    call.prices ?? modelInfo(call.model).prices ??
+      (message.model === undefined ? undefined : modelInfo(message.model).prices)
   const usage = message.usage
   return {
     ...message,

@@ -2,8 +2,6 @@
  * Running the real loop against a provider layer, and reading the recorded provider fixtures
  * (`<repo>/../shared/fixtures/providers`).
  */
-import { readFileSync } from "node:fs"
-import { Effect, Layer } from "effect"
 import { runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type {
   AgentRunResult,
@@ -18,6 +16,8 @@ import type {
 } from "@agentloop/core"
 import { checkInvariants, makeRecordingSink } from "@agentloop/testkit"
 import type { InvariantViolation } from "@agentloop/testkit"
+import { Effect, Layer } from "effect"
+import { readFileSync } from "node:fs"
 
 const fixtureRoot = new URL("../../../../../shared/fixtures/providers/", import.meta.url)
 
@@ -54,7 +54,9 @@ export const runLoop = <E>(
       ...(setup.systemPrompt === undefined ? {} : { systemPrompt: setup.systemPrompt }),
       ...(setup.signal === undefined ? {} : { signal: setup.signal }),
       ...(setup.maxSteps === undefined ? {} : { maxSteps: setup.maxSteps })
-    }).pipe(Effect.provide(Layer.mergeAll(model, sink.layer, toolExecutorLayer(setup.tools ?? []) as Layer.Layer<Executor>)))
+    }).pipe(
+      Effect.provide(Layer.mergeAll(model, sink.layer, toolExecutorLayer(setup.tools ?? []) as Layer.Layer<Executor>))
+    )
     const events = yield* sink.events
     return { result, events, violations: checkInvariants({ input: messages, result, events }) }
   })

@@ -2,9 +2,9 @@
  * Calling a provider's `Model` directly (without the loop), to look at the typed `ModelError`, and
  * recording what a provider logs and puts on its spans.
  */
-import { Cause, Effect, Exit, Layer, Logger, Option, Stream, Tracer } from "effect"
 import { Model } from "@agentloop/core"
 import type { ModelError, ModelEvent, ModelRequest } from "@agentloop/core"
+import { Cause, Effect, Exit, Layer, Logger, Option, Stream, Tracer } from "effect"
 
 /** Streams one request to the model of `layer`; the exit of the whole stream. */
 export const streamOnce = <E>(

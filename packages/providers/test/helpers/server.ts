@@ -2,11 +2,11 @@
  * A scripted HTTP server on 127.0.0.1 for provider tests: each request gets the next reply of
  * the script, and every request (method, path, headers, body) is recorded.
  */
+import { Deferred, Effect } from "effect"
+import type { Scope } from "effect"
 import { createServer } from "node:http"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { Deferred, Effect } from "effect"
-import type { Scope } from "effect"
 
 /**
  * What the server answers one request with.

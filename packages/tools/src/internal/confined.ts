@@ -14,10 +14,10 @@
  * name since, so a racing process that swaps a directory for a symbolic link cannot redirect the
  * operation. Elsewhere the physical path walked so far is used instead (see the README).
  */
+import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
-import { Effect } from "effect"
 import { WorkspaceFileError } from "../WorkspaceFileError.ts"
 
 const flags = NodeFs.constants
@@ -92,13 +92,19 @@ class Retry {
 
 /** What kind of file a non-regular one is, for messages. */
 const kindOf = (stat: NodeFs.Stats): string =>
-  stat.isDirectory() ? "directory" :
-  stat.isFIFO() ? "FIFO (named pipe)" :
-  stat.isSocket() ? "socket" :
-  stat.isCharacterDevice() ? "character device" :
-  stat.isBlockDevice() ? "block device" :
-  stat.isSymbolicLink() ? "symbolic link" :
-  "special file"
+  stat.isDirectory() ?
+    "directory" :
+    stat.isFIFO() ?
+    "FIFO (named pipe)" :
+    stat.isSocket() ?
+    "socket" :
+    stat.isCharacterDevice() ?
+    "character device" :
+    stat.isBlockDevice() ?
+    "block device" :
+    stat.isSymbolicLink() ?
+    "symbolic link" :
+    "special file"
 
 /** The final step of a walk: `dir` holds `name` (or `name` is null when the path is `dir` itself). */
 type Final<A> = (dir: Dir, name: string | null, stat: NodeFs.Stats | undefined, shown: string) => A

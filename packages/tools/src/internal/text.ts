@@ -25,7 +25,9 @@ export const keepHeadAndTail = (text: string, head: number, tail: number): { tex
   const omitted = text.slice(headEnd, tailStart)
   const lines = omitted.split("\n").length - 1
   return {
-    text: `${text.slice(0, headEnd)}\n\n[... ${omitted.length} characters (${lines} lines) omitted ...]\n\n${text.slice(tailStart)}`,
+    text: `${text.slice(0, headEnd)}\n\n[... ${omitted.length} characters (${lines} lines) omitted ...]\n\n${
+      text.slice(tailStart)
+    }`,
     truncated: true
   }
 }
