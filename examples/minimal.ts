@@ -1,6 +1,7 @@
 /**
  * The loop guide's example (docs/guide/loop.md): `runAgentLoop` composed into a larger Effect program with layers.
- * A scripted model stands in for a provider here, so it runs offline (`npm run build`, then `node examples/minimal.ts`);
+ * A scripted model stands in for a provider here, so it runs offline (`npm run build`, then `node
+ * examples/minimal.ts`);
  * swap `ModelLive` for a provider layer in a real program.
  */
 import { callbackSinkLayer, defineTool, runAgentLoop, ToolError, toolExecutorLayer } from "@agentloop/core"

@@ -133,6 +133,7 @@ if (failures.length > 0) {
 }
 fs.rmSync(outDir, { recursive: true, force: true })
 console.log(
-  `${tests.length} test block(s) passed, ${programs.length} program block(s) and ${shells.length} shell block(s) ran, ` +
+  `${tests.length} test block(s) passed, ${programs.length} program block(s) and ${shells.length} shell block(s) ` +
+    `ran, ` +
     `in ${files.length} Markdown file(s).`
 )

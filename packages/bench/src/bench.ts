@@ -49,7 +49,9 @@ const memoryRuns = 3
 const withAisdk = process.env["BENCH_AISDK"] === "1"
 const only = process.env["BENCH_ONLY"]?.split(",").map((s) => s.trim()).filter((s) => s.length > 0)
 const maxOthers = env("BENCH_MAX_OTHERS", quick ? Number.POSITIVE_INFINITY : 0.8)
-/** A busy sample is taken again once; at most a quarter of the samples are (a machine busy throughout gains nothing). */
+/**
+ * A busy sample is taken again once; at most a quarter of the samples are (a machine busy throughout gains nothing).
+ */
 const retries = 1
 let retryBudget = 0
 const fromDist = process.env["BENCH_DIST"] === "1"
@@ -524,7 +526,8 @@ const main = () => {
   const facts = machine()
   log(`agentloop benchmark: ${facts.cpu}, ${facts.cores} cores, ${facts.memoryGiB} GiB, node ${facts.node}`)
   log(
-    `every cell in fresh processes; cold: ${coldProcesses} processes per cell (${coldMemoryProcesses} for memory) (one small warm-up run, then the ` +
+    `every cell in fresh processes; cold: ${coldProcesses} processes per cell (${coldMemoryProcesses} for ` +
+      `memory) (one small warm-up run, then the ` +
       `first full run); warm: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} (${
         runs * 3
       } under 100 ms); ` +
@@ -543,14 +546,14 @@ const main = () => {
     `other processes kept ${median(m.othersCores).toFixed(2)} cores busy (median over samples; ` +
     `max ${Math.max(...m.othersCores).toFixed(2)}); ${m.repeated} samples repeated for load above ${maxOthers}`
   const markdown = [
-    `**Cold** (a fresh process per sample: import, one small warm-up run, then the first full run; median of ${coldProcesses} processes). ` +
+    `**Cold** (a fresh process per sample: import, one small warm-up run, then the first full run; median of ` +
+    `${coldProcesses} processes). ` +
     `Load: ${loadNote(cold)}.`,
     "",
     table(coldRows),
     "",
-    `**Warm** (a fresh process per cell: at least ${warmRuns} full runs and ${warmMinMs} ms of them, then the median of ${runs} runs, ${
-      runs * 3
-    } under 100 ms). ` +
+    `**Warm** (a fresh process per cell: at least ${warmRuns} full runs and ${warmMinMs} ms of them, ` +
+    `then the median of ${runs} runs, ${runs * 3} under 100 ms). ` +
     `Load: ${loadNote(warm)}.`,
     "",
     table(warmRows),
@@ -605,9 +608,8 @@ const main = () => {
   const svg = renderChart({
     title: "agentloop ÷ pi-agent-core (cheapest) and ÷ a minimal loop, cold and warm",
     subtitle: `${facts.cpu}, ${facts.cores} cores, node ${facts.node}; ${new Date().toISOString().slice(0, 10)}` +
-      `${
-        quick ? " (quick sizes)" : ""
-      }; cold: median of ${coldProcesses} fresh processes; warm: after ≥ ${warmRuns} full runs and ≥ ${warmMinMs} ms`,
+      `${quick ? " (quick sizes)" : ""}; cold: median of ${coldProcesses} fresh processes; ` +
+      `warm: after ≥ ${warmRuns} full runs and ≥ ${warmMinMs} ms`,
     series: [
       { key: "pi", label: "agentloop ÷ pi-agent-core (cheapest)", color: "#ff7f0e" },
       { key: "floor", label: "agentloop ÷ floor (minimal loop)", color: "#9e9e9e" }

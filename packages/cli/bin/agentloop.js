@@ -7,7 +7,8 @@ const [major, minor] = process.versions.node.split(".").map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
   process.stderr.write(
     `agentloop: needs Node.js 22.19 or later; this is Node.js ${process.versions.node} (${process.execPath}).\n` +
-      "In a clone of the agentloop repository, `npm exec -- agentloop` runs it on the Node.js 22 that `npm ci` brings.\n"
+      "In a clone of the agentloop repository, `npm exec -- agentloop` runs it on the Node.js 22 that `npm ci` " +
+      "brings.\n"
   )
   process.exit(1)
 }

@@ -158,7 +158,8 @@ const SUMMARIZER_PROMPT = "You summarise the earlier part of a coding session be
 export const summaryMessage = (text: string, count: number): UserMessage => ({
   role: "user",
   content:
-    `${SUMMARY_HEADER} (${count} messages)]\n<summary>\n${text.trim()}\n</summary>\nThe latest messages follow verbatim.`
+    `${SUMMARY_HEADER} (${count} messages)]\n<summary>\n${text.trim()}\n</summary>\nThe latest messages follow ` +
+    `verbatim.`
 })
 
 /**

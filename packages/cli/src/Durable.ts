@@ -450,7 +450,8 @@ export const abortDurableRun = (root: string, runId: string): Effect.Effect<stri
   Effect.gen(function*() {
     const { sessionId } = yield* openRun(root, runId, "abort")
     yield* withClient(root, sessionId, abortRun(runId))
-    return `abort requested: run ${runId} ends at its next safe boundary (calls not started are skipped, a running call finishes)`
+    return `abort requested: run ${runId} ends at its next safe boundary (calls not started are skipped, a ` +
+      `running call finishes)`
   })
 
 /**
@@ -500,7 +501,10 @@ export interface RunLine {
   readonly runId: string
   readonly startedAt: number
   readonly prompt: string
-  /** `running`, `waiting for approval: <call> (<tool>), …`, `waiting`, `ended <reason> after <n> step(s)`, or `unknown: <why>`. */
+  /**
+   * `running`, `waiting for approval: <call> (<tool>), …`, `waiting`, `ended <reason> after <n> step(s)`, or
+   * `unknown: <why>`.
+   */
   readonly state: string
 }
 

@@ -190,7 +190,9 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             if (live) {
               drawStatus(now)
             } else {
-              for (const l of stripControl(text).split("\n").filter((l) => l.length > 0)) println(style.dim(`  │ ${l}`))
+              for (const l of stripControl(text).split("\n").filter((l) => l.length > 0)) {
+                println(style.dim(`  │ ${l}`))
+              }
             }
             return
           }

@@ -337,7 +337,8 @@ const agentFlags = {
   resume: optionalString("resume", "continue the session with this id (see agentloop sessions)"),
   mcp: Flag.String("mcp").pipe(
     Flag.withDescription(
-      "start an MCP server and give its tools to the model, e.g. --mcp \"npx -y @modelcontextprotocol/server-everything\" (repeatable)"
+      "start an MCP server and give its tools to the model, e.g. --mcp \"npx -y " +
+        "@modelcontextprotocol/server-everything\" (repeatable)"
     ),
     Flag.atLeast(0)
   ),

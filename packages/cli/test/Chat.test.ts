@@ -103,7 +103,8 @@ describe("agentloop chat (in a pseudo-terminal)", () => {
   }, 240_000)
 
   it(
-    "Ctrl-C during a bash call aborts the run, leaves no process, keeps the session paired; twice exits; --continue picks it up",
+    "Ctrl-C during a bash call aborts the run, leaves no process, keeps the session paired; twice exits; " +
+      "--continue picks it up",
     async () => {
       const ws = makeWorkspace()
       const sleep = uniqueSleep()
@@ -237,7 +238,8 @@ describe("agentloop chat: Ctrl-C while a call waits for approval", () => {
 
 describe("agentloop chat --approval-timeout (in a pseudo-terminal)", () => {
   it(
-    "a question left unanswered goes away when the time is up: the call is denied, the model told why, the prompt comes back",
+    "a question left unanswered goes away when the time is up: the call is denied, the model told why, the " +
+      "prompt comes back",
     async () => {
       const ws = makeWorkspace()
       const server = await scriptServer([
@@ -343,7 +345,10 @@ describe("agentloop run: compaction, SIGHUP and a closed pipe", () => {
         const withoutSystem = last.filter((m) => m.role !== "system")
         assert.match(
           String(withoutSystem[0]!.content),
-          /^\[agentloop: summary of the earlier conversation \(\d+ messages\)\]\n<summary>\nRan seq; it printed numbers.\n<\/summary>/
+          new RegExp(
+            /^\[agentloop: summary of the earlier conversation \(\d+ messages\)\]/.source +
+              /\n<summary>\nRan seq; it printed numbers.\n<\/summary>/.source
+          )
         )
         assert.notInclude(JSON.stringify(last), "\\n399\\n", "the big output is summarised away")
         // no call split from its result: every tool message follows the assistant message making its call

@@ -60,7 +60,10 @@ describe("agentloop demo (end to end, as a process)", () => {
     // it ends with the one command that runs the same session on a real model
     assert.match(
       out,
-      /\nNext: the same session on a real model\n[^]*\n  agentloop demo --provider anthropic --model claude-sonnet-4-5\n/
+      new RegExp(
+        /\nNext: the same session on a real model\n[^]*/.source +
+          /\n  agentloop demo --provider anthropic --model claude-sonnet-4-5\n/.source
+      )
     )
   }, 120_000)
 

@@ -85,32 +85,36 @@ describe("settings", () => {
       assert.include(env.message, "AGENTLOOP_CONTEXT_WINDOW must be a positive whole number")
     }))
 
-  it.effect("--approval-timeout and --no-prompt-cache: flags over the config file; a bad duration names where it came from", () =>
-    Effect.gen(function*() {
-      const ws = makeWorkspace()
-      mkdirSync(join(ws, ".agentloop"), { recursive: true })
-      const file = join(ws, ".agentloop", "config.json")
-      const env = { XDG_CONFIG_HOME: join(ws, "none") }
-      const none = yield* resolveSettings(noFlags, ws, env)
-      assert.deepStrictEqual([none.approvalTimeout, none.promptCaching], [undefined, undefined])
-      writeFileSync(file, JSON.stringify({ approvalTimeout: "3 days", promptCaching: false }))
-      const fromFile = yield* resolveSettings(noFlags, ws, env)
-      assert.deepStrictEqual([fromFile.approvalTimeout, fromFile.promptCaching], [Duration.days(3), false])
-      const fromFlags = yield* resolveSettings(
-        { ...noFlags, approvalTimeout: Option.some("90"), promptCache: Option.some(true) },
-        ws,
-        env
-      )
-      assert.deepStrictEqual([fromFlags.approvalTimeout, fromFlags.promptCaching], [Duration.seconds(90), true])
-      for (const bad of ["0", "soon", "-5 seconds", "Infinity"]) {
-        const e = yield* Effect.flip(resolveSettings({ ...noFlags, approvalTimeout: Option.some(bad) }, ws, env))
-        assert.strictEqual(
-          e.message,
-          `--approval-timeout must be a positive duration (seconds, or e.g. "3 days", "90 minutes"), got "${bad}"`
+  it.effect(
+    "--approval-timeout and --no-prompt-cache: flags over the config file; a bad duration names where it " +
+      "came from",
+    () =>
+      Effect.gen(function*() {
+        const ws = makeWorkspace()
+        mkdirSync(join(ws, ".agentloop"), { recursive: true })
+        const file = join(ws, ".agentloop", "config.json")
+        const env = { XDG_CONFIG_HOME: join(ws, "none") }
+        const none = yield* resolveSettings(noFlags, ws, env)
+        assert.deepStrictEqual([none.approvalTimeout, none.promptCaching], [undefined, undefined])
+        writeFileSync(file, JSON.stringify({ approvalTimeout: "3 days", promptCaching: false }))
+        const fromFile = yield* resolveSettings(noFlags, ws, env)
+        assert.deepStrictEqual([fromFile.approvalTimeout, fromFile.promptCaching], [Duration.days(3), false])
+        const fromFlags = yield* resolveSettings(
+          { ...noFlags, approvalTimeout: Option.some("90"), promptCache: Option.some(true) },
+          ws,
+          env
         )
-      }
-      writeFileSync(file, JSON.stringify({ approvalTimeout: 0 }))
-      const zero = yield* Effect.flip(resolveSettings(noFlags, ws, env))
-      assert.include(zero.message, "approvalTimeout must be a positive duration")
-    }))
+        assert.deepStrictEqual([fromFlags.approvalTimeout, fromFlags.promptCaching], [Duration.seconds(90), true])
+        for (const bad of ["0", "soon", "-5 seconds", "Infinity"]) {
+          const e = yield* Effect.flip(resolveSettings({ ...noFlags, approvalTimeout: Option.some(bad) }, ws, env))
+          assert.strictEqual(
+            e.message,
+            `--approval-timeout must be a positive duration (seconds, or e.g. "3 days", "90 minutes"), got "${bad}"`
+          )
+        }
+        writeFileSync(file, JSON.stringify({ approvalTimeout: 0 }))
+        const zero = yield* Effect.flip(resolveSettings(noFlags, ws, env))
+        assert.include(zero.message, "approvalTimeout must be a positive duration")
+      })
+  )
 })

@@ -61,7 +61,8 @@ describe("agentloop --durable", () => {
   }, 240_000)
 
   it(
-    "a call waiting for approval is answered by agentloop approve from another process; bad answers are refused with exit 2",
+    "a call waiting for approval is answered by agentloop approve from another process; bad answers are refused " +
+      "with exit 2",
     async () => {
       const ws = makeWorkspace()
       const server = await scriptServer([
@@ -232,7 +233,8 @@ describe("agentloop --durable", () => {
   }, 240_000)
 
   it(
-    "chat --durable in a terminal: the first answer wins, from this terminal (a: always for the tool) or agentloop approve in another; Ctrl-C aborts",
+    "chat --durable in a terminal: the first answer wins, from this terminal (a: always for the tool) or " +
+      "agentloop approve in another; Ctrl-C aborts",
     async () => {
       const ws = makeWorkspace()
       const server = await scriptServer([
@@ -399,7 +401,8 @@ describe("agentloop --durable", () => {
   }, 240_000)
 
   it(
-    "compaction works in a durable run: past 75% of --context-window the request carries the summary, the file keeps everything",
+    "compaction works in a durable run: past 75% of --context-window the request carries the summary, the file " +
+      "keeps everything",
     async () => {
       const ws = makeWorkspace()
       const isSummaryRequest = (body: Record<string, unknown>) =>

@@ -27,7 +27,8 @@ const storedBytes = (ws: string): string => {
 describe("agentloop --durable: processes and secrets", () => {
   for (const signal of ["SIGTERM", "SIGHUP"] as const) {
     it(
-      `${signal} during a durable run's bash call: the call's processes end with the CLI; the run is kept and the same command resumes it`,
+      `${signal} during a durable run's bash call: the call's processes end with the CLI; the run is kept and ` +
+        `the same command resumes it`,
       async () => {
         const ws = makeWorkspace()
         const marker = uniqueSleep()
@@ -93,7 +94,8 @@ describe("agentloop --durable: processes and secrets", () => {
       const env = testEnv(ws, { AGENTLOOP_TEST_KEY: key })
       const flags = [...providerFlags(server), "--api-key-env", "AGENTLOOP_TEST_KEY"]
       try {
-        // the first call is allowed by --yes in a first run; a second run waits for an approval (its state is in the database)
+        // the first call is allowed by --yes in a first run; a second run waits for an approval (its state is in the
+        // database)
         const first = startCli(["run", "--durable", "--yes", ...flags, "show the environment"], { cwd: ws, env })
         assert.strictEqual((await first.exited).code, 0, first.output() + first.stderr())
         assert.include(first.output(), "key=[]")

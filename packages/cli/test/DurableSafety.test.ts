@@ -58,69 +58,77 @@ const everyCommand = (ws: string) =>
 const ESC = /[\u001b\u009b\u009d\u0090]/
 
 describe("durable runs' files stay in <workspace>/.agentloop/durable", () => {
-  it.effect("run ids with .., /, absolute paths, NUL or 5,000 characters name no file: unknown run, nothing read outside, no database created", () =>
-    Effect.gen(function*() {
-      const ws = makeWorkspace()
-      const outside = makeWorkspace()
-      // a session and a database two folders up from the sessions and durable folders: what `..` would reach
-      const rel = `../../../${basename(outside)}/evil`
-      writeFileSync(
-        join(outside, "evil.jsonl"),
-        `${JSON.stringify({ type: "run_start", at: 1, prompt: "p", runId: `${rel}.1` })}\n`
-      )
-      const before = snapshot(outside)
-      plantSession(ws)
-      const ids = [
-        `${rel}.1`,
-        `${outside}/evil.1`,
-        "x\u0000y.1",
-        `${"a".repeat(5000)}.1`,
-        "a/b.1",
-        "..",
-        `${SID}.1/../x.1`,
-        "x.1"
-      ]
-      for (const id of ids) {
-        const approve = yield* Effect.flip(approveRun(ws, id, "c1", "y", []))
-        const abort = yield* Effect.flip(abortDurableRun(ws, id))
-        for (const e of [approve, abort]) {
-          assert.match(e.message, /^unknown run /, id.slice(0, 40))
-          assert.isBelow(e.message.length, 300, "a long id is cut in the message")
-          assert.notInclude(e.message, "\u0000")
+  it.effect(
+    "run ids with .., /, absolute paths, NUL or 5,000 characters name no file: unknown run, nothing read " +
+      "outside, no database created",
+    () =>
+      Effect.gen(function*() {
+        const ws = makeWorkspace()
+        const outside = makeWorkspace()
+        // a session and a database two folders up from the sessions and durable folders: what `..` would reach
+        const rel = `../../../${basename(outside)}/evil`
+        writeFileSync(
+          join(outside, "evil.jsonl"),
+          `${JSON.stringify({ type: "run_start", at: 1, prompt: "p", runId: `${rel}.1` })}\n`
+        )
+        const before = snapshot(outside)
+        plantSession(ws)
+        const ids = [
+          `${rel}.1`,
+          `${outside}/evil.1`,
+          "x\u0000y.1",
+          `${"a".repeat(5000)}.1`,
+          "a/b.1",
+          "..",
+          `${SID}.1/../x.1`,
+          "x.1"
+        ]
+        for (const id of ids) {
+          const approve = yield* Effect.flip(approveRun(ws, id, "c1", "y", []))
+          const abort = yield* Effect.flip(abortDurableRun(ws, id))
+          for (const e of [approve, abort]) {
+            assert.match(e.message, /^unknown run /, id.slice(0, 40))
+            assert.isBelow(e.message.length, 300, "a long id is cut in the message")
+            assert.notInclude(e.message, "\u0000")
+          }
         }
-      }
-      // a well-formed id of a session without a database: no empty database is created for it
-      const missing = yield* Effect.flip(approveRun(ws, `${SID}.1`, "c1", "y", []))
-      assert.strictEqual(
-        missing.message,
-        `no durable runs database at ${join(ws, ".agentloop", "durable", `${SID}.db`)}`
-      )
-      assert.isFalse(existsSync(join(ws, ".agentloop", "durable")), "no database folder made by approve or abort")
-      assert.isFalse(runnerBusy(ws, SID))
-      assert.isFalse(existsSync(join(ws, ".agentloop", "durable")), "nor by the runner check")
-      assert.deepStrictEqual(snapshot(outside), before, "nothing outside was created or changed")
-    }))
+        // a well-formed id of a session without a database: no empty database is created for it
+        const missing = yield* Effect.flip(approveRun(ws, `${SID}.1`, "c1", "y", []))
+        assert.strictEqual(
+          missing.message,
+          `no durable runs database at ${join(ws, ".agentloop", "durable", `${SID}.db`)}`
+        )
+        assert.isFalse(existsSync(join(ws, ".agentloop", "durable")), "no database folder made by approve or abort")
+        assert.isFalse(runnerBusy(ws, SID))
+        assert.isFalse(existsSync(join(ws, ".agentloop", "durable")), "nor by the runner check")
+        assert.deepStrictEqual(snapshot(outside), before, "nothing outside was created or changed")
+      })
+  )
 
-  it.effect("a .agentloop/durable that is a link out of the workspace is refused by runs, approve, abort and the runner", () =>
-    Effect.gen(function*() {
-      const ws = makeWorkspace()
-      const outside = makeWorkspace()
-      preciousDatabase(outside, `${SID}.db`)
-      plantSession(ws)
-      symlinkSync(outside, join(ws, ".agentloop", "durable"))
-      const before = snapshot(outside)
-      const got = yield* everyCommand(ws)
-      assert.include(got.runs[0]!.state, "leads out of the workspace (a link)")
-      assert.include(got.approve, "leads out of the workspace (a link)")
-      assert.include(got.abort, "leads out of the workspace (a link)")
-      assert.include(got.prepare, "is outside the workspace (the symbolic link .agentloop/durable points outside)")
-      assert.isFalse(got.busy)
-      assert.deepStrictEqual(
-        snapshot(outside),
-        before,
-        "the database out there was neither opened for writing nor joined by -wal/-shm/-runner files"
-      )
-    }))
+  it.effect(
+    "a .agentloop/durable that is a link out of the workspace is refused by runs, approve, abort and the " +
+      "runner",
+    () =>
+      Effect.gen(function*() {
+        const ws = makeWorkspace()
+        const outside = makeWorkspace()
+        preciousDatabase(outside, `${SID}.db`)
+        plantSession(ws)
+        symlinkSync(outside, join(ws, ".agentloop", "durable"))
+        const before = snapshot(outside)
+        const got = yield* everyCommand(ws)
+        assert.include(got.runs[0]!.state, "leads out of the workspace (a link)")
+        assert.include(got.approve, "leads out of the workspace (a link)")
+        assert.include(got.abort, "leads out of the workspace (a link)")
+        assert.include(got.prepare, "is outside the workspace (the symbolic link .agentloop/durable points outside)")
+        assert.isFalse(got.busy)
+        assert.deepStrictEqual(
+          snapshot(outside),
+          before,
+          "the database out there was neither opened for writing nor joined by -wal/-shm/-runner files"
+        )
+      })
+  )
 
   for (const which of ["db", "db-wal", "db-shm", "db-runner"] as const) {
     it.effect(`a ${SID}.${which} that is a symbolic link is refused; its target is not touched nor created`, () =>
@@ -177,26 +185,30 @@ describe("durable runs' files stay in <workspace>/.agentloop/durable", () => {
 })
 
 describe("no control sequences from untrusted text", () => {
-  it.effect("agentloop runs: a session file's run ids, reasons and prompts with escapes reach the output without them", () =>
-    Effect.gen(function*() {
-      const ws = makeWorkspace()
-      plantSession(ws, [
-        { type: "run_end", at: 3, runId: `${SID}.1`, reason: "stop\u001b]52;c;ZXZpbA==\u0007\u009b2J", steps: 1 },
-        { type: "run_start", at: 4, prompt: "clear \u001b[2J\u001b]0;title\u0007screen", runId: `${SID}.2` },
-        { type: "run_end", at: 5, runId: `${SID}.2`, reason: "stop", steps: 1 },
-        // a run id that is not this session's (nor a run id at all) is not listed
-        { type: "run_start", at: 6, prompt: "x", runId: "\u001b]52;c;QUFB\u0007.1" },
-        { type: "run_start", at: 7, prompt: "x", runId: "other-session.1" }
-      ])
-      const runs = yield* listWorkspaceRuns(ws)
-      assert.deepStrictEqual(runs.map((r) => r.runId), [`${SID}.1`, `${SID}.2`])
-      for (const r of runs) {
-        assert.notMatch(r.state, ESC)
-        assert.notMatch(r.prompt, ESC)
-      }
-      assert.strictEqual(runs[0]!.state, "ended stop after 1 step(s)")
-      assert.strictEqual(runs[1]!.prompt, "clear screen")
-    }))
+  it.effect(
+    "agentloop runs: a session file's run ids, reasons and prompts with escapes reach the output without " +
+      "them",
+    () =>
+      Effect.gen(function*() {
+        const ws = makeWorkspace()
+        plantSession(ws, [
+          { type: "run_end", at: 3, runId: `${SID}.1`, reason: "stop\u001b]52;c;ZXZpbA==\u0007\u009b2J", steps: 1 },
+          { type: "run_start", at: 4, prompt: "clear \u001b[2J\u001b]0;title\u0007screen", runId: `${SID}.2` },
+          { type: "run_end", at: 5, runId: `${SID}.2`, reason: "stop", steps: 1 },
+          // a run id that is not this session's (nor a run id at all) is not listed
+          { type: "run_start", at: 6, prompt: "x", runId: "\u001b]52;c;QUFB\u0007.1" },
+          { type: "run_start", at: 7, prompt: "x", runId: "other-session.1" }
+        ])
+        const runs = yield* listWorkspaceRuns(ws)
+        assert.deepStrictEqual(runs.map((r) => r.runId), [`${SID}.1`, `${SID}.2`])
+        for (const r of runs) {
+          assert.notMatch(r.state, ESC)
+          assert.notMatch(r.prompt, ESC)
+        }
+        assert.strictEqual(runs[0]!.state, "ended stop after 1 step(s)")
+        assert.strictEqual(runs[1]!.prompt, "clear screen")
+      })
+  )
 
   it("an approve reason is plain text (from agentloop approve and from the terminal's n REASON)", () => {
     const parsed = parseApproveAnswer("n", ["use\u001b]52;c;ZXZpbA==\u0007", "pnpm\u009b2J\u001b[31m!"])
@@ -223,7 +235,8 @@ describe("no control sequences from untrusted text", () => {
   }, 60_000)
 
   it(
-    "a call id with escapes from the model: the run's lines and agentloop runs show it without them, and that form approves it",
+    "a call id with escapes from the model: the run's lines and agentloop runs show it without them, and that " +
+      "form approves it",
     async () => {
       const ws = makeWorkspace()
       const id = "b\u001b]52;c;ZXZpbA==\u0007\u001b[2J1"

@@ -32,7 +32,8 @@ describe("provider and approval flags", () => {
   }, 120_000)
 
   it(
-    "--approval-timeout on a durable run: an unanswered call is denied when the time is up and the run goes on; a bad value is exit 2",
+    "--approval-timeout on a durable run: an unanswered call is denied when the time is up and the run goes on; " +
+      "a bad value is exit 2",
     async () => {
       const ws = makeWorkspace()
       const server = await scriptServer([

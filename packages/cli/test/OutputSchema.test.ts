@@ -59,7 +59,8 @@ describe("agentloop run --output-schema", () => {
   }, 120_000)
 
   it(
-    "--durable: killed with SIGKILL while the answer's turn streams, the same command again resumes the run and prints its answer",
+    "--durable: killed with SIGKILL while the answer's turn streams, the same command again resumes the run and " +
+      "prints its answer",
     async () => {
       const ws = makeWorkspace()
       writeFileSync(join(ws, "answer.schema.json"), JSON.stringify(SCHEMA))
@@ -176,7 +177,8 @@ describe("agentloop run --output-schema", () => {
   }, 120_000)
 
   it(
-    "hostile schema files: a FIFO, a folder, a device, a huge file, deep nesting, a link to a secret: one clear line each, no hang, no secret",
+    "hostile schema files: a FIFO, a folder, a device, a huge file, deep nesting, a link to a secret: one clear " +
+      "line each, no hang, no secret",
     async () => {
       const ws = makeWorkspace()
       execFileSync("mkfifo", [join(ws, "fifo.json")])
@@ -210,12 +212,14 @@ describe("agentloop run --output-schema", () => {
         )
         assert.strictEqual(
           fifo.err,
-          "agentloop: --output-schema fifo.json: cannot read it (it is not a regular file (a FIFO, a device or a socket))\n"
+          "agentloop: --output-schema fifo.json: cannot read it (it is not a regular file (a FIFO, a device or a " +
+            "socket))\n"
         )
         assert.strictEqual(folder.err, "agentloop: --output-schema folder.json: cannot read it (it is a folder)\n")
         assert.strictEqual(
           device.err,
-          "agentloop: --output-schema /dev/zero: cannot read it (it is not a regular file (a FIFO, a device or a socket))\n"
+          "agentloop: --output-schema /dev/zero: cannot read it (it is not a regular file (a FIFO, a device or a " +
+            "socket))\n"
         )
         assert.strictEqual(
           huge.err,

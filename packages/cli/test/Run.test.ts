@@ -95,7 +95,8 @@ describe("agentloop run (in a pipe)", () => {
       assert.deepStrictEqual(pairingViolations(loaded.messages), [])
       const end = lines.find((l) => l["type"] === "run_end")!
       assert.strictEqual(end["reason"], "stop")
-      assert.deepStrictEqual((end["usage"] as { input: number })["input"], 250) // OpenAI counts cached tokens in prompt_tokens
+      // OpenAI counts cached tokens in prompt_tokens
+      assert.deepStrictEqual((end["usage"] as { input: number })["input"], 250)
     } finally {
       await server.close()
     }

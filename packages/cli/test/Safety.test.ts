@@ -103,7 +103,8 @@ describe("the CLI writes only inside its workspace", () => {
   }, 120_000)
 
   it(
-    "agentloop sessions on a planted sessions folder: no escapes from file names or records, no file read through a link",
+    "agentloop sessions on a planted sessions folder: no escapes from file names or records, no file read " +
+      "through a link",
     async () => {
       const ws = makeWorkspace()
       const outside = makeWorkspace()

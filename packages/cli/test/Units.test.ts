@@ -29,16 +29,24 @@ const result = (id: string, text = "x".repeat(200)): Message => ({
 const text = (t: string): Message => ({ role: "assistant", content: [{ type: "text", text: t }], stopReason: "stop" })
 
 describe("control sequences", () => {
-  it("strips OSC (clipboard, title), CSI (clear screen, colours), DCS, C1 and stray controls; keeps newline and tab", () => {
-    assert.strictEqual(stripControl("a\u001b]52;c;ZXZpbA==\u0007b"), "ab")
-    assert.strictEqual(stripControl("a\u001b]0;title\u001b\\b"), "ab")
-    assert.strictEqual(stripControl("x\u001b[2Jy\u001b[31mred\u001b[0m"), "xyred")
-    assert.strictEqual(stripControl("p\u001bPq#0;2;0;0;0\u001b\\q"), "pq")
-    assert.strictEqual(stripControl("c1\u009b2Jz\u009d0;t\u009c!"), "c1z!")
-    assert.strictEqual(stripControl("line\r\nnext\tcol\u0007\u0008"), "line\nnext\tcol")
-    assert.strictEqual(stripControl("cut \u001b]52;c;AAAA"), "cut ", "a sequence cut at the end of a chunk is removed")
-    assert.strictEqual(stripControl("plain ünïcode ✓"), "plain ünïcode ✓")
-  })
+  it(
+    "strips OSC (clipboard, title), CSI (clear screen, colours), DCS, C1 and stray controls; keeps newline and " +
+      "tab",
+    () => {
+      assert.strictEqual(stripControl("a\u001b]52;c;ZXZpbA==\u0007b"), "ab")
+      assert.strictEqual(stripControl("a\u001b]0;title\u001b\\b"), "ab")
+      assert.strictEqual(stripControl("x\u001b[2Jy\u001b[31mred\u001b[0m"), "xyred")
+      assert.strictEqual(stripControl("p\u001bPq#0;2;0;0;0\u001b\\q"), "pq")
+      assert.strictEqual(stripControl("c1\u009b2Jz\u009d0;t\u009c!"), "c1z!")
+      assert.strictEqual(stripControl("line\r\nnext\tcol\u0007\u0008"), "line\nnext\tcol")
+      assert.strictEqual(
+        stripControl("cut \u001b]52;c;AAAA"),
+        "cut ",
+        "a sequence cut at the end of a chunk is removed"
+      )
+      assert.strictEqual(stripControl("plain ünïcode ✓"), "plain ünïcode ✓")
+    }
+  )
 })
 
 describe("approval answers", () => {
@@ -74,60 +82,68 @@ describe("approval answers", () => {
 })
 
 describe("approval records", () => {
-  it.effect("a decision that asked records when the question was put (askedAt), apart from when it was answered (at)", () =>
-    Effect.gen(function*() {
-      const records: Array<ApprovalRecord & { readonly at: number }> = []
-      const options = (yes: boolean) => ({
-        yes,
-        // the user takes five seconds to answer
-        ask: () => Effect.as(TestClock.adjust("5 seconds"), "y"),
-        print: () => Effect.void,
-        record: (r: ApprovalRecord) => Effect.map(Clock.currentTimeMillis, (at) => void records.push({ ...r, at })),
-        style: makeStyle(false),
-        always: new Set<string>()
+  it.effect(
+    "a decision that asked records when the question was put (askedAt), apart from when it was answered " +
+      "(at)",
+    () =>
+      Effect.gen(function*() {
+        const records: Array<ApprovalRecord & { readonly at: number }> = []
+        const options = (yes: boolean) => ({
+          yes,
+          // the user takes five seconds to answer
+          ask: () => Effect.as(TestClock.adjust("5 seconds"), "y"),
+          print: () => Effect.void,
+          record: (r: ApprovalRecord) => Effect.map(Clock.currentTimeMillis, (at) => void records.push({ ...r, at })),
+          style: makeStyle(false),
+          always: new Set<string>()
+        })
+        const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
+        const definition = { name: "bash", description: "", parameters: {} }
+        yield* TestClock.adjust("1 second")
+        assert.deepStrictEqual(yield* decide(yield* makeApprovalPolicy(options(false)), call, definition), allow)
+        assert.deepStrictEqual(yield* decide(yield* makeApprovalPolicy(options(true)), call, definition), allow)
+        assert.deepStrictEqual(records, [
+          { toolCallId: "c1", name: "bash", askedAt: 1000, decision: "approved", by: "user", at: 6000 },
+          { toolCallId: "c1", name: "bash", decision: "approved", by: "policy", at: 6000 }
+        ])
       })
-      const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
-      const definition = { name: "bash", description: "", parameters: {} }
-      yield* TestClock.adjust("1 second")
-      assert.deepStrictEqual(yield* decide(yield* makeApprovalPolicy(options(false)), call, definition), allow)
-      assert.deepStrictEqual(yield* decide(yield* makeApprovalPolicy(options(true)), call, definition), allow)
-      assert.deepStrictEqual(records, [
-        { toolCallId: "c1", name: "bash", askedAt: 1000, decision: "approved", by: "user", at: 6000 },
-        { toolCallId: "c1", name: "bash", decision: "approved", by: "policy", at: 6000 }
-      ])
-    }))
-  it.effect("--approval-timeout: a question not answered in time goes away and the call is denied, recorded by timeout", () =>
-    Effect.gen(function*() {
-      const records: Array<ApprovalRecord> = []
-      let interrupted = false
-      const policy = yield* makeApprovalPolicy({
-        yes: false,
-        // nobody answers; the question is taken away when the time is up
-        ask: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void (interrupted = true))),
-        print: () => Effect.void,
-        record: (r) => Effect.sync(() => void records.push(r)),
-        style: makeStyle(false),
-        always: new Set<string>(),
-        timeout: Duration.minutes(10)
+  )
+  it.effect(
+    "--approval-timeout: a question not answered in time goes away and the call is denied, recorded by " +
+      "timeout",
+    () =>
+      Effect.gen(function*() {
+        const records: Array<ApprovalRecord> = []
+        let interrupted = false
+        const policy = yield* makeApprovalPolicy({
+          yes: false,
+          // nobody answers; the question is taken away when the time is up
+          ask: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void (interrupted = true))),
+          print: () => Effect.void,
+          record: (r) => Effect.sync(() => void records.push(r)),
+          style: makeStyle(false),
+          always: new Set<string>(),
+          timeout: Duration.minutes(10)
+        })
+        const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
+        const fiber = yield* Effect.forkChild(decide(policy, call, { name: "bash", description: "", parameters: {} }))
+        yield* TestClock.adjust("9 minutes")
+        assert.isUndefined(fiber.pollUnsafe(), "still waiting before the time is up")
+        yield* TestClock.adjust("1 minute")
+        const decision = yield* Fiber.join(fiber)
+        const reason = "no answer to the approval request within 10m"
+        assert.deepStrictEqual(decision, deny(reason))
+        assert.isTrue(interrupted, "the question was taken away")
+        assert.deepStrictEqual(records, [{
+          toolCallId: "c1",
+          name: "bash",
+          askedAt: 0,
+          decision: "denied",
+          by: "timeout",
+          reason
+        }])
       })
-      const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
-      const fiber = yield* Effect.forkChild(decide(policy, call, { name: "bash", description: "", parameters: {} }))
-      yield* TestClock.adjust("9 minutes")
-      assert.isUndefined(fiber.pollUnsafe(), "still waiting before the time is up")
-      yield* TestClock.adjust("1 minute")
-      const decision = yield* Fiber.join(fiber)
-      const reason = "no answer to the approval request within 10m"
-      assert.deepStrictEqual(decision, deny(reason))
-      assert.isTrue(interrupted, "the question was taken away")
-      assert.deepStrictEqual(records, [{
-        toolCallId: "c1",
-        name: "bash",
-        askedAt: 0,
-        decision: "denied",
-        by: "timeout",
-        reason
-      }])
-    }))
+  )
 })
 
 describe("compaction", () => {
@@ -206,106 +222,117 @@ describe("compaction", () => {
       assert.strictEqual(again[0], summary)
       assert.strictEqual(requests.length, 1)
     }))
-  it.effect("the tool definitions count: a request that fits on its messages alone but not with its tools is compacted", () =>
-    Effect.gen(function*() {
-      const requests: Array<ModelRequest> = []
-      const model = Model.of({
-        stream: (request) => {
-          requests.push(request)
-          return Stream.make({
-            type: "done" as const,
-            message: {
-              role: "assistant" as const,
-              content: [{ type: "text" as const, text: "SUMMARY" }],
-              stopReason: "stop" as const
-            }
-          })
-        }
-      })
-      const transcript: Array<Message> = [
-        user("task"),
-        calls("c1"),
-        result("c1"),
-        text("ok"),
-        user("next"),
-        calls("c2"),
-        result("c2")
-      ]
-      const tools = [
-        {
-          name: "bash",
-          description: "d".repeat(400),
-          parameters: { type: "object", properties: { command: { type: "string" } } }
-        },
-        {
-          name: "read",
-          description: "r".repeat(400),
-          parameters: { type: "object", properties: { path: { type: "string" } } }
-        }
-      ] as const
-      const chars = toolDefinitionsChars(tools)
-      assert.strictEqual(
-        chars,
-        4 + 400 + JSON.stringify(tools[0].parameters).length + 4 + 400 + JSON.stringify(tools[1].parameters).length
-      )
-      // the messages alone take 60% of the window: under 75%; with the tools, over it
-      const window = Math.ceil(estimateTokens(transcript) / 0.6)
-      assert.isAbove(estimateTokens(transcript, "", chars), window * 0.75)
-      const make = (toolChars: (() => number) | undefined) =>
-        makeCompactor({
-          contextWindow: window,
-          systemPrompt: "",
-          toolChars,
-          model,
-          initial: undefined,
-          onCompact: () => Effect.void,
-          onError: () => Effect.die("no error expected")
+  it.effect(
+    "the tool definitions count: a request that fits on its messages alone but not with its tools is " +
+      "compacted",
+    () =>
+      Effect.gen(function*() {
+        const requests: Array<ModelRequest> = []
+        const model = Model.of({
+          stream: (request) => {
+            requests.push(request)
+            return Stream.make({
+              type: "done" as const,
+              message: {
+                role: "assistant" as const,
+                content: [{ type: "text" as const, text: "SUMMARY" }],
+                stopReason: "stop" as const
+              }
+            })
+          }
         })
-      const without = yield* make(undefined).transform(transcript)
-      assert.deepStrictEqual(without, transcript, "without tools counted it fits")
-      assert.strictEqual(requests.length, 0)
-      const withTools = yield* make(() => chars).transform(transcript)
-      assert.strictEqual(requests.length, 1, "counted with its tools it is summarised")
-      assert.isTrue(typeof withTools[0]!.content === "string" && withTools[0]!.content.startsWith(SUMMARY_HEADER))
-      assert.deepStrictEqual(pairingViolations(withTools), [])
-    }))
+        const transcript: Array<Message> = [
+          user("task"),
+          calls("c1"),
+          result("c1"),
+          text("ok"),
+          user("next"),
+          calls("c2"),
+          result("c2")
+        ]
+        const tools = [
+          {
+            name: "bash",
+            description: "d".repeat(400),
+            parameters: { type: "object", properties: { command: { type: "string" } } }
+          },
+          {
+            name: "read",
+            description: "r".repeat(400),
+            parameters: { type: "object", properties: { path: { type: "string" } } }
+          }
+        ] as const
+        const chars = toolDefinitionsChars(tools)
+        assert.strictEqual(
+          chars,
+          4 + 400 + JSON.stringify(tools[0].parameters).length + 4 + 400 + JSON.stringify(tools[1].parameters).length
+        )
+        // the messages alone take 60% of the window: under 75%; with the tools, over it
+        const window = Math.ceil(estimateTokens(transcript) / 0.6)
+        assert.isAbove(estimateTokens(transcript, "", chars), window * 0.75)
+        const make = (toolChars: (() => number) | undefined) =>
+          makeCompactor({
+            contextWindow: window,
+            systemPrompt: "",
+            toolChars,
+            model,
+            initial: undefined,
+            onCompact: () => Effect.void,
+            onError: () => Effect.die("no error expected")
+          })
+        const without = yield* make(undefined).transform(transcript)
+        assert.deepStrictEqual(without, transcript, "without tools counted it fits")
+        assert.strictEqual(requests.length, 0)
+        const withTools = yield* make(() => chars).transform(transcript)
+        assert.strictEqual(requests.length, 1, "counted with its tools it is summarised")
+        assert.isTrue(typeof withTools[0]!.content === "string" && withTools[0]!.content.startsWith(SUMMARY_HEADER))
+        assert.deepStrictEqual(pairingViolations(withTools), [])
+      })
+  )
 })
 
 describe("a durable run's part of the session, rebuilt after a restart", () => {
-  it("records kept once (the last of a call or turn that ran again), each message after its turn's or call's record", () => {
-    const a1 = calls("r1", "b1")
-    const r1 = result("r1", "a")
-    const b1 = result("b1", "b")
-    const a2 = text("done")
-    const rec = (type: string, fields: Record<string, unknown>) => JSON.stringify({ type, at: 1, ...fields })
-    const after = [
-      rec("turn_start", { step: 1 }),
-      JSON.stringify(a1),
-      rec("tool_start", { toolCallId: "r1", name: "bash", n: "first process" }),
-      rec("tool_end", { toolCallId: "r1", isError: false }),
-      JSON.stringify(r1),
-      rec("tool_start", { toolCallId: "b1", name: "bash", n: "first process" }),
-      // killed; the next process runs b1 again
-      rec("tool_start", { toolCallId: "b1", name: "bash", n: "second process" }),
-      rec("tool_end", { toolCallId: "b1", isError: false }),
-      rec("turn_start", { step: 2 })
-    ]
-    const rebuilt = rebuildRun(after, [a1, r1, b1, a2])
-    assert.deepStrictEqual(rebuilt, [
-      after[0],
-      JSON.stringify(a1),
-      after[2],
-      after[3],
-      JSON.stringify(r1),
-      after[6],
-      after[7],
-      JSON.stringify(b1),
-      after[8],
-      JSON.stringify(a2)
-    ])
-    assert.isTrue(sameMessages(rebuilt, [a1, b1, r1, a2]), "the same messages, whatever the order of a batch's results")
-    assert.isFalse(sameMessages(after, [a1, r1, b1, a2]), "a result missing")
-  })
+  it(
+    "records kept once (the last of a call or turn that ran again), each message after its turn's or call's " +
+      "record",
+    () => {
+      const a1 = calls("r1", "b1")
+      const r1 = result("r1", "a")
+      const b1 = result("b1", "b")
+      const a2 = text("done")
+      const rec = (type: string, fields: Record<string, unknown>) => JSON.stringify({ type, at: 1, ...fields })
+      const after = [
+        rec("turn_start", { step: 1 }),
+        JSON.stringify(a1),
+        rec("tool_start", { toolCallId: "r1", name: "bash", n: "first process" }),
+        rec("tool_end", { toolCallId: "r1", isError: false }),
+        JSON.stringify(r1),
+        rec("tool_start", { toolCallId: "b1", name: "bash", n: "first process" }),
+        // killed; the next process runs b1 again
+        rec("tool_start", { toolCallId: "b1", name: "bash", n: "second process" }),
+        rec("tool_end", { toolCallId: "b1", isError: false }),
+        rec("turn_start", { step: 2 })
+      ]
+      const rebuilt = rebuildRun(after, [a1, r1, b1, a2])
+      assert.deepStrictEqual(rebuilt, [
+        after[0],
+        JSON.stringify(a1),
+        after[2],
+        after[3],
+        JSON.stringify(r1),
+        after[6],
+        after[7],
+        JSON.stringify(b1),
+        after[8],
+        JSON.stringify(a2)
+      ])
+      assert.isTrue(
+        sameMessages(rebuilt, [a1, b1, r1, a2]),
+        "the same messages, whatever the order of a batch's results"
+      )
+      assert.isFalse(sameMessages(after, [a1, r1, b1, a2]), "a result missing")
+    }
+  )
 })
 
 describe("a session written by 0.1, read through core's session records", () => {

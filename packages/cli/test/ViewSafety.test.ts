@@ -205,15 +205,19 @@ describe("the served page and API", () => {
   const hostile = () => {
     const p = JSON.stringify(PAYLOAD).slice(1, -1)
     return [
-      `{"type":"session","version":1,"id":"${p}","at":1795000000000,"cwd":"${p}","provider":"${p}","model":"${p}","systemPrompt":"${p}"}`,
+      `{"type":"session","version":1,"id":"${p}","at":1795000000000,"cwd":"${p}","provider":"${p}",` +
+      `"model":"${p}","systemPrompt":"${p}"}`,
       `{"type":"run_start","at":1795000000100,"prompt":"${p}"}`,
       `{"role":"user","content":"${p}","timestamp":1795000000100}`,
       `{"type":"turn_start","at":1795000000120,"step":1}`,
-      `{"role":"assistant","content":[{"type":"text","text":"${p}"},{"type":"toolCall","id":"${p}","name":"${p}","arguments":{"${p}":"${p}"}}],"stopReason":"toolUse","model":"${p}","timestamp":1795000000140}`,
+      `{"role":"assistant","content":[{"type":"text","text":"${p}"},{"type":"toolCall","id":"${p}","name":"${p}",` +
+      `"arguments":{"${p}":"${p}"}}],"stopReason":"toolUse","model":"${p}","timestamp":1795000000140}`,
       `{"type":"tool_start","at":1795000000150,"toolCallId":"${p}","name":"${p}"}`,
-      `{"type":"approval","at":1795000000151,"toolCallId":"${p}","name":"${p}","decision":"denied","by":"${p}","reason":"${p}"}`,
+      `{"type":"approval","at":1795000000151,"toolCallId":"${p}","name":"${p}","decision":"denied","by":"${p}",` +
+      `"reason":"${p}"}`,
       `{"type":"tool_end","at":1795000000160,"toolCallId":"${p}","isError":true}`,
-      `{"role":"toolResult","toolCallId":"${p}","toolName":"${p}","content":[{"type":"text","text":"${p}"}],"details":{"reason":"${p}"},"isError":true,"timestamp":1795000000160}`,
+      `{"role":"toolResult","toolCallId":"${p}","toolName":"${p}","content":[{"type":"text","text":"${p}"}],` +
+      `"details":{"reason":"${p}"},"isError":true,"timestamp":1795000000160}`,
       `{"type":"model","at":1795000000170,"model":"${p}"}`,
       `{"type":"compaction","at":1795000000180,"summarized":1}`,
       `{"type":"run_end","at":1795000000200,"reason":"error","steps":1,"error":"${p}"}`,

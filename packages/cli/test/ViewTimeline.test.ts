@@ -441,7 +441,8 @@ describe("sub-agent runs", () => {
       })
       const timeline = timelineOf(...broken)
       assert.deepStrictEqual(violationsOf(timeline, "pairing"), [
-        `run 1, turn 1: sub-agent researcher (call s1): messages[2]: expected the result for call "r1" (call order), found "k1"`,
+        `run 1, turn 1: sub-agent researcher (call s1): messages[2]: expected the result for call "r1" (call ` +
+        `order), found "k1"`,
         `run 1, turn 1: sub-agent researcher (call s1): messages[2]: tool call "k1" has no result`
       ])
       assert.deepStrictEqual(violationsOf(timeline, "one-end-per-run"), [

@@ -35,22 +35,26 @@ const execute = (tool: AnyTool, args: Record<string, unknown>) =>
   Effect.flatMap(makeToolExecutor([tool]), (executor) => executor.execute(toolCall("c", "t", args), context))
 
 describe("arguments and the JSON Schema the model sees", () => {
-  it.effect("numbers: \"NaN\" and \"Infinity\" are rejected (the tool does not run), 1.5 runs, \"3\" names what was expected", () =>
-    Effect.gen(function*() {
-      const { ran, tool } = recorder(Schema.Struct({ a: Schema.Number }))
-      assert.deepStrictEqual(tool.definition.parameters.properties, { a: { type: "number" } })
-      for (const bad of ["NaN", "Infinity", "-Infinity"]) {
-        const result = yield* execute(tool, { a: bad })
-        assert.isTrue(result.isError)
-        assert.strictEqual(textOf(result), `Invalid arguments for tool "t": Expected a number at ["a"], got "${bad}"`)
-      }
-      const three = yield* execute(tool, { a: "3" })
-      assert.strictEqual(textOf(three), `Invalid arguments for tool "t": Expected a number at ["a"], got "3"`)
-      assert.deepStrictEqual(ran, [])
-      const ok = yield* execute(tool, { a: 1.5 })
-      assert.isFalse(ok.isError)
-      assert.deepStrictEqual(ran, [{ a: 1.5 }])
-    }))
+  it.effect(
+    "numbers: \"NaN\" and \"Infinity\" are rejected (the tool does not run), 1.5 runs, \"3\" names what " +
+      "was expected",
+    () =>
+      Effect.gen(function*() {
+        const { ran, tool } = recorder(Schema.Struct({ a: Schema.Number }))
+        assert.deepStrictEqual(tool.definition.parameters.properties, { a: { type: "number" } })
+        for (const bad of ["NaN", "Infinity", "-Infinity"]) {
+          const result = yield* execute(tool, { a: bad })
+          assert.isTrue(result.isError)
+          assert.strictEqual(textOf(result), `Invalid arguments for tool "t": Expected a number at ["a"], got "${bad}"`)
+        }
+        const three = yield* execute(tool, { a: "3" })
+        assert.strictEqual(textOf(three), `Invalid arguments for tool "t": Expected a number at ["a"], got "3"`)
+        assert.deepStrictEqual(ran, [])
+        const ok = yield* execute(tool, { a: 1.5 })
+        assert.isFalse(ok.isError)
+        assert.deepStrictEqual(ran, [{ a: 1.5 }])
+      })
+  )
 
   it.effect("a key the tool does not know is rejected, and the schema says so (additionalProperties: false)", () =>
     Effect.gen(function*() {

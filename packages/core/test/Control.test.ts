@@ -299,57 +299,61 @@ describe("execution modes and limits", () => {
       assert.deepStrictEqual(results(result.messages).map((r) => r.toolCallId), ["a", "b", "w", "c", "d"])
     }))
 
-  it.effect("under ToolConcurrency, a call whose start interrupts the run (a sink's callback) starts once, and is answered once", () =>
-    Effect.gen(function*() {
-      // "waits" ends at once when its signal fires; "quick" ends after one yield, so the third call
-      // starts as "quick" ends, and its tool_start makes the test interrupt the run there and then:
-      // the stage fires the running calls' signals, "waits" ends inside that, and the stage must not
-      // start the third call again (effect 4.1's bounded forEach re-entered its loop from there)
-      const waits = defineTool({
-        name: "waits",
-        description: "ends when told to stop",
-        parameters: Schema.Struct({}),
-        execute: (_, context) =>
-          Effect.callback<string>((resume) => {
-            context.signal.addEventListener("abort", () => resume(Effect.succeed("stopped")))
-          })
+  it.effect(
+    "under ToolConcurrency, a call whose start interrupts the run (a sink's callback) starts once, and " +
+      "is answered once",
+    () =>
+      Effect.gen(function*() {
+        // "waits" ends at once when its signal fires; "quick" ends after one yield, so the third call
+        // starts as "quick" ends, and its tool_start makes the test interrupt the run there and then:
+        // the stage fires the running calls' signals, "waits" ends inside that, and the stage must not
+        // start the third call again (effect 4.1's bounded forEach re-entered its loop from there)
+        const waits = defineTool({
+          name: "waits",
+          description: "ends when told to stop",
+          parameters: Schema.Struct({}),
+          execute: (_, context) =>
+            Effect.callback<string>((resume) => {
+              context.signal.addEventListener("abort", () => resume(Effect.succeed("stopped")))
+            })
+        })
+        const quick = defineTool({
+          name: "quick",
+          description: "ends after a yield",
+          parameters: Schema.Struct({}),
+          execute: () => Effect.as(Effect.yieldNow, "ok")
+        })
+        const model = yield* makeScriptedModel([
+          turn.toolCalls([toolCall("w", "waits"), toolCall("q", "quick"), toolCall("third", "quick")]),
+          turn.text("unreachable")
+        ])
+        const third = yield* Deferred.make<void>()
+        const events: Array<LoopEvent> = []
+        const fiber = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+          Effect.provide(Layer.mergeAll(
+            model.layer,
+            toolExecutorLayer([waits, quick]),
+            callbackSinkLayer((event) => {
+              events.push(event)
+              if (event.type === "tool_start" && event.call.id === "third") Deferred.doneUnsafe(third, Exit.void)
+            })
+          )),
+          Effect.provideService(ToolConcurrency, 2),
+          Effect.forkChild
+        )
+        yield* Deferred.await(third)
+        yield* Fiber.interrupt(fiber)
+        const starts = events.flatMap((e) => e.type === "tool_start" ? [e.call.id] : [])
+        const ends = events.flatMap((e) => e.type === "tool_end" ? [e.result.toolCallId] : [])
+        assert.deepStrictEqual(starts, ["w", "q", "third"], "each call started once")
+        assert.sameMembers(ends, ["w", "q", "third"])
+        assert.strictEqual(ends.length, 3, "each call answered once")
+        assert.deepStrictEqual(
+          events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason),
+          ["aborted"]
+        )
       })
-      const quick = defineTool({
-        name: "quick",
-        description: "ends after a yield",
-        parameters: Schema.Struct({}),
-        execute: () => Effect.as(Effect.yieldNow, "ok")
-      })
-      const model = yield* makeScriptedModel([
-        turn.toolCalls([toolCall("w", "waits"), toolCall("q", "quick"), toolCall("third", "quick")]),
-        turn.text("unreachable")
-      ])
-      const third = yield* Deferred.make<void>()
-      const events: Array<LoopEvent> = []
-      const fiber = yield* runAgentLoop({ messages: [user("go")] }).pipe(
-        Effect.provide(Layer.mergeAll(
-          model.layer,
-          toolExecutorLayer([waits, quick]),
-          callbackSinkLayer((event) => {
-            events.push(event)
-            if (event.type === "tool_start" && event.call.id === "third") Deferred.doneUnsafe(third, Exit.void)
-          })
-        )),
-        Effect.provideService(ToolConcurrency, 2),
-        Effect.forkChild
-      )
-      yield* Deferred.await(third)
-      yield* Fiber.interrupt(fiber)
-      const starts = events.flatMap((e) => e.type === "tool_start" ? [e.call.id] : [])
-      const ends = events.flatMap((e) => e.type === "tool_end" ? [e.result.toolCallId] : [])
-      assert.deepStrictEqual(starts, ["w", "q", "third"], "each call started once")
-      assert.sameMembers(ends, ["w", "q", "third"])
-      assert.strictEqual(ends.length, 3, "each call answered once")
-      assert.deepStrictEqual(
-        events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason),
-        ["aborted"]
-      )
-    }))
+  )
 
   it.effect("ToolConcurrency caps how many calls run at once; results stay in call order", () =>
     Effect.gen(function*() {

@@ -33,7 +33,8 @@ describe("decideTurn (SPEC §2, one row each)", () => {
     assert.strictEqual(d.skip, "unexpected-stop")
     assert.strictEqual(
       d.error,
-      "protocol violation: the model ended its turn with stopReason \"stop\" but made 2 tool call(s); they were not executed"
+      "protocol violation: the model ended its turn with stopReason \"stop\" but made 2 tool call(s); they were " +
+        "not executed"
     )
   })
 

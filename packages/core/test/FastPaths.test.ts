@@ -258,32 +258,36 @@ describe("the callback sink, called directly", () => {
 })
 
 describe("without a tracing backend", () => {
-  it.effect("a run makes no span (effect's built-in tracer would show it to nobody): the model runs in its caller's span", () =>
-    Effect.gen(function*() {
-      const seen: Array<string> = []
-      const script = [turn.toolCalls([toolCall("a", "echo")]), turn.text("done")]
-      let next = 0
-      const model = Layer.succeed(
-        Model,
-        Model.of({
-          stream: (request) =>
-            Stream.unwrap(Effect.map(Effect.orDie(Effect.currentSpan), (span) => {
-              seen.push(span.name)
-              return script[next++]!(request)
-            }))
+  it.effect(
+    "a run makes no span (effect's built-in tracer would show it to nobody): the model runs in its " +
+      "caller's span",
+    () =>
+      Effect.gen(function*() {
+        const seen: Array<string> = []
+        const script = [turn.toolCalls([toolCall("a", "echo")]), turn.text("done")]
+        let next = 0
+        const model = Layer.succeed(
+          Model,
+          Model.of({
+            stream: (request) =>
+              Stream.unwrap(Effect.map(Effect.orDie(Effect.currentSpan), (span) => {
+                seen.push(span.name)
+                return script[next++]!(request)
+              }))
+          })
+        )
+        const echo = defineTool({
+          name: "echo",
+          description: "",
+          parameters: Schema.Struct({}),
+          execute: () => Effect.succeed("ok")
         })
-      )
-      const echo = defineTool({
-        name: "echo",
-        description: "",
-        parameters: Schema.Struct({}),
-        execute: () => Effect.succeed("ok")
+        const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+          Effect.provide(Layer.mergeAll(model, toolExecutorLayer([echo]))),
+          Effect.withSpan("caller")
+        )
+        assert.strictEqual(result.reason, "stop")
+        assert.deepStrictEqual(seen, ["caller", "caller"])
       })
-      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
-        Effect.provide(Layer.mergeAll(model, toolExecutorLayer([echo]))),
-        Effect.withSpan("caller")
-      )
-      assert.strictEqual(result.reason, "stop")
-      assert.deepStrictEqual(seen, ["caller", "caller"])
-    }))
+  )
 })

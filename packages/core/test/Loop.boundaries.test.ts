@@ -344,23 +344,27 @@ describe("tool arguments are decoded before the tool runs (through the loop)", (
       assert.strictEqual(run.requests.length, 0)
     }))
 
-  it.effect("a defect inside the loop (definitions that throw when read) still ends the run error, with one turn_end", () =>
-    Effect.gen(function*() {
-      const broken = {
-        get definitions(): never {
-          throw new Error("tool registry is down")
-        },
-        execute: () => Effect.die("unused")
-      }
-      const executor = Layer.succeed(Executor, broken as unknown as typeof Executor.Service)
-      const run = yield* runScripted([turn.text("never")], { executor })
-      assertSound(run)
-      assert.strictEqual(run.result.reason, "error")
-      assert.match(run.result.error!, /^agentloop internal error: .*tool registry is down/s)
-      assert.notMatch(run.result.error!, /\n\s+at /, "no stack trace")
-      assert.strictEqual(run.requests.length, 0)
-      assert.deepStrictEqual(run.events, [{ type: "turn_end", reason: "error", steps: 0, error: run.result.error! }])
-    }))
+  it.effect(
+    "a defect inside the loop (definitions that throw when read) still ends the run error, with one " +
+      "turn_end",
+    () =>
+      Effect.gen(function*() {
+        const broken = {
+          get definitions(): never {
+            throw new Error("tool registry is down")
+          },
+          execute: () => Effect.die("unused")
+        }
+        const executor = Layer.succeed(Executor, broken as unknown as typeof Executor.Service)
+        const run = yield* runScripted([turn.text("never")], { executor })
+        assertSound(run)
+        assert.strictEqual(run.result.reason, "error")
+        assert.match(run.result.error!, /^agentloop internal error: .*tool registry is down/s)
+        assert.notMatch(run.result.error!, /\n\s+at /, "no stack trace")
+        assert.strictEqual(run.requests.length, 0)
+        assert.deepStrictEqual(run.events, [{ type: "turn_end", reason: "error", steps: 0, error: run.result.error! }])
+      })
+  )
 
   it.effect("invalid executor definitions end the run error before any request", () =>
     Effect.gen(function*() {
@@ -403,31 +407,35 @@ describe("what the loop is given while it runs is checked too", () => {
 })
 
 describe("an EventSink that breaks never breaks the run", () => {
-  it.effect("emit throwing before it returns an effect: the run goes on, and the failure is logged naming the event", () =>
-    Effect.gen(function*() {
-      const logged: Array<{ readonly message: unknown; readonly cause: Cause.Cause<unknown> }> = []
-      const logger = Logger.make((options) => void logged.push({ message: options.message, cause: options.cause }))
-      const throwing = Layer.succeed(
-        EventSink,
-        EventSink.of({
-          emit: (event) => {
-            if (event.type === "tool_start") throw new Error("ui crashed")
-            return Effect.void
-          }
-        })
-      )
-      const probe = probeTool(echoTool("e"))
-      const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "e")]), turn.text("ok")])
-      const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
-        Effect.provide(Layer.mergeAll(model.layer, throwing, toolExecutorLayer([probe.tool]), Logger.layer([logger])))
-      )
-      assert.strictEqual(result.reason, "stop")
-      assert.strictEqual(yield* probe.executions, 1)
-      assert.deepStrictEqual(results(result.messages).map((r) => r.isError), [false])
-      assert.strictEqual(logged.length, 1)
-      assert.deepStrictEqual(logged[0]!.message, [
-        "agentloop: EventSink.emit failed on a \"tool_start\" event; the run goes on"
-      ])
-      assert.match(Cause.pretty(logged[0]!.cause), /ui crashed/)
-    }))
+  it.effect(
+    "emit throwing before it returns an effect: the run goes on, and the failure is logged naming the " +
+      "event",
+    () =>
+      Effect.gen(function*() {
+        const logged: Array<{ readonly message: unknown; readonly cause: Cause.Cause<unknown> }> = []
+        const logger = Logger.make((options) => void logged.push({ message: options.message, cause: options.cause }))
+        const throwing = Layer.succeed(
+          EventSink,
+          EventSink.of({
+            emit: (event) => {
+              if (event.type === "tool_start") throw new Error("ui crashed")
+              return Effect.void
+            }
+          })
+        )
+        const probe = probeTool(echoTool("e"))
+        const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "e")]), turn.text("ok")])
+        const result = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+          Effect.provide(Layer.mergeAll(model.layer, throwing, toolExecutorLayer([probe.tool]), Logger.layer([logger])))
+        )
+        assert.strictEqual(result.reason, "stop")
+        assert.strictEqual(yield* probe.executions, 1)
+        assert.deepStrictEqual(results(result.messages).map((r) => r.isError), [false])
+        assert.strictEqual(logged.length, 1)
+        assert.deepStrictEqual(logged[0]!.message, [
+          "agentloop: EventSink.emit failed on a \"tool_start\" event; the run goes on"
+        ])
+        assert.match(Cause.pretty(logged[0]!.cause), /ui crashed/)
+      })
+  )
 })

@@ -144,32 +144,36 @@ describe("cancellation", () => {
       assert.sameMembers(ends, ["a", "b"])
     }))
 
-  it.effect("an interruption landing between appending a toolUse message and starting its batch still pairs every call", () =>
-    Effect.gen(function*() {
-      const probe = probeTool(neverTool("n"))
-      const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "n"), toolCall("b", "n")])])
-      const events: Array<LoopEvent> = []
-      let self: Fiber.Fiber<unknown> | undefined
-      const sink = callbackSinkLayer((event) => {
-        events.push(event)
-        // delivered while the loop appends the message (uninterruptibly): it lands right after
-        if (event.type === "assistant_message") self?.interruptUnsafe()
+  it.effect(
+    "an interruption landing between appending a toolUse message and starting its batch still pairs " +
+      "every call",
+    () =>
+      Effect.gen(function*() {
+        const probe = probeTool(neverTool("n"))
+        const model = yield* makeScriptedModel([turn.toolCalls([toolCall("a", "n"), toolCall("b", "n")])])
+        const events: Array<LoopEvent> = []
+        let self: Fiber.Fiber<unknown> | undefined
+        const sink = callbackSinkLayer((event) => {
+          events.push(event)
+          // delivered while the loop appends the message (uninterruptibly): it lands right after
+          if (event.type === "assistant_message") self?.interruptUnsafe()
+        })
+        const fiber = yield* runAgentLoop({ messages: [user("go")] }).pipe(
+          Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer([probe.tool]))),
+          Effect.forkChild({ startImmediately: false })
+        )
+        self = fiber
+        const exit = yield* Fiber.await(fiber)
+        assert.isTrue(Exit.hasInterrupts(exit))
+        assert.strictEqual(yield* probe.executions, 0, "no call started")
+        assert.deepStrictEqual(checkInvariants({ events, requests: yield* model.requests }), [])
+        const ends = events.flatMap((e) => e.type === "tool_end" ? [e.result] : [])
+        assert.deepStrictEqual(ends.map((r) => [r.toolCallId, r.details]), [
+          ["a", { skipped: true, reason: "aborted" }],
+          ["b", { skipped: true, reason: "aborted" }]
+        ])
       })
-      const fiber = yield* runAgentLoop({ messages: [user("go")] }).pipe(
-        Effect.provide(Layer.mergeAll(model.layer, sink, toolExecutorLayer([probe.tool]))),
-        Effect.forkChild({ startImmediately: false })
-      )
-      self = fiber
-      const exit = yield* Fiber.await(fiber)
-      assert.isTrue(Exit.hasInterrupts(exit))
-      assert.strictEqual(yield* probe.executions, 0, "no call started")
-      assert.deepStrictEqual(checkInvariants({ events, requests: yield* model.requests }), [])
-      const ends = events.flatMap((e) => e.type === "tool_end" ? [e.result] : [])
-      assert.deepStrictEqual(ends.map((r) => [r.toolCallId, r.details]), [
-        ["a", { skipped: true, reason: "aborted" }],
-        ["b", { skipped: true, reason: "aborted" }]
-      ])
-    }))
+  )
 
   it.effect("Effect.timeout under TestClock aborts the run through interruption", () =>
     Effect.gen(function*() {

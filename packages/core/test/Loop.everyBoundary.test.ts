@@ -1,7 +1,8 @@
 /**
  * An interruption at every point where the run's fiber can be interrupted. With
  * `Scheduler.MaxOpsBeforeYield` at 2 the run's fiber hands the scheduler back after every
- * operation (at 1, effect 4.1's fiber yields before running any and never gets anywhere), so an interrupting fiber that first yields `k` times lands at a different boundary for
+ * operation (at 1, effect 4.1's fiber yields before running any and never gets anywhere), so an interrupting fiber
+ * that first yields `k` times lands at a different boundary for
  * each `k`: sweeping `k` until the run finishes first interrupts the run at every one of them. At
  * each, the three invariants must hold (every call paired, every appended message announced,
  * exactly one `turn_end`), whichever kind of sink the events go to.

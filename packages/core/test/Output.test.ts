@@ -83,7 +83,8 @@ describe("structured output", () => {
       assert.isTrue(rejected!.isError)
       assert.strictEqual(
         textOf(rejected!),
-        "Invalid final answer: Expected a number at [\"age\"], got \"thirty-six\". Call \"final_answer\" again with the answer fixed."
+        "Invalid final answer: Expected a number at [\"age\"], got \"thirty-six\". Call \"final_answer\" again " +
+          "with the answer fixed."
       )
       assert.notInclude(textOf(rejected!), "    at ") // no stack
       assert.deepStrictEqual(rejected!.details, { finalAnswer: true, rejected: "invalid", attempt: 1 })
@@ -182,7 +183,8 @@ describe("structured output", () => {
       assert.strictEqual(run.result.steps, 2)
       assert.strictEqual(
         run.result.error,
-        "the model gave no valid final answer after 2 attempt(s): the model ended its turn without calling \"final_answer\""
+        "the model gave no valid final answer after 2 attempt(s): the model ended its turn without calling " +
+          "\"final_answer\""
       )
       assert.strictEqual(run.result.messages.at(-1)?.role, "assistant")
     }))

@@ -269,10 +269,24 @@ const core = await import(process.env.CORE_URL)
 const { NodeServices } = await import("@effect/platform-node")
 const { Effect, Layer, Schema, Stream } = await import("effect")
 const call = (id, name) => ({ type: "toolCall", id, name, arguments: {} })
-const final = { role: "assistant", content: [call("a", "fast"), call("b", "slow"), call("c", "fast")], stopReason: "toolUse" }
+const final = {
+  role: "assistant",
+  content: [call("a", "fast"), call("b", "slow"), call("c", "fast")],
+  stopReason: "toolUse"
+}
 const model = Layer.succeed(core.Model, core.Model.of({ stream: () => Stream.make({ type: "done", message: final }) }))
-const fast = core.defineTool({ name: "fast", description: "", parameters: Schema.Struct({}), execute: () => Effect.succeed("fast done") })
-const slow = core.defineTool({ name: "slow", description: "", parameters: Schema.Struct({}), execute: () => Effect.never })
+const fast = core.defineTool({
+  name: "fast",
+  description: "",
+  parameters: Schema.Struct({}),
+  execute: () => Effect.succeed("fast done")
+})
+const slow = core.defineTool({
+  name: "slow",
+  description: "",
+  parameters: Schema.Struct({}),
+  execute: () => Effect.never
+})
 let ended = 0
 const program = Effect.gen(function*() {
   const writer = yield* core.openTranscriptWriter(process.env.FILE)

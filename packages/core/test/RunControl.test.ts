@@ -61,40 +61,47 @@ describe("a tool's AbortSignal", () => {
 })
 
 describe("approval timeout", () => {
-  it.effect("an ask whose answer never comes is denied \"approval timed out\" when the timeout passes, not before", () =>
-    Effect.gen(function*() {
-      const write = probeTool(echoTool("write"))
-      const requests: Array<LoopEvent> = []
-      const run = yield* startScripted(
-        [turn.toolCalls([toolCall("a", "write"), toolCall("b", "write")]), turn.text("ok")],
-        {
-          tools: [write.tool],
-          policy: () => ask,
-          approvalTimeout: "10 minutes",
-          onEvent: (event) => event.type === "approval_request" && void requests.push(event)
+  it.effect(
+    "an ask whose answer never comes is denied \"approval timed out\" when the timeout passes, not " +
+      "before",
+    () =>
+      Effect.gen(function*() {
+        const write = probeTool(echoTool("write"))
+        const requests: Array<LoopEvent> = []
+        const run = yield* startScripted(
+          [turn.toolCalls([toolCall("a", "write"), toolCall("b", "write")]), turn.text("ok")],
+          {
+            tools: [write.tool],
+            policy: () => ask,
+            approvalTimeout: "10 minutes",
+            onEvent: (event) => event.type === "approval_request" && void requests.push(event)
+          }
+        )
+        yield* run.awaitEvent((e) => e.type === "approval_request")
+        yield* TestClock.adjust("9 minutes")
+        yield* Effect.repeat(Effect.yieldNow, { times: 100 })
+        assert.isFalse(run.events.some((e) => e.type === "tool_end"), "denied before the timeout")
+        yield* TestClock.adjust("1 minute")
+        const { result, violations } = yield* run.finish
+        assert.deepStrictEqual(violations, [])
+        assert.strictEqual(result.reason, "stop")
+        const [a, b] = results(result.messages)
+        for (const r of [a!, b!]) {
+          assert.strictEqual(textOf(r), "Tool call was not executed because it was denied: approval timed out")
+          assert.deepStrictEqual(r.details, { skipped: true, reason: "denied", denial: "approval timed out" })
         }
-      )
-      yield* run.awaitEvent((e) => e.type === "approval_request")
-      yield* TestClock.adjust("9 minutes")
-      yield* Effect.repeat(Effect.yieldNow, { times: 100 })
-      assert.isFalse(run.events.some((e) => e.type === "tool_end"), "denied before the timeout")
-      yield* TestClock.adjust("1 minute")
-      const { result, violations } = yield* run.finish
-      assert.deepStrictEqual(violations, [])
-      assert.strictEqual(result.reason, "stop")
-      const [a, b] = results(result.messages)
-      for (const r of [a!, b!]) {
-        assert.strictEqual(textOf(r), "Tool call was not executed because it was denied: approval timed out")
-        assert.deepStrictEqual(r.details, { skipped: true, reason: "denied", denial: "approval timed out" })
-      }
-      assert.strictEqual(yield* write.executions, 0)
-      // the request itself was answered, so a UI still showing it sees it is over
-      for (const event of requests) {
-        if (event.type === "approval_request") {
-          assert.deepStrictEqual(yield* Deferred.await(event.answer), { approved: false, reason: "approval timed out" })
+        assert.strictEqual(yield* write.executions, 0)
+        // the request itself was answered, so a UI still showing it sees it is over
+        for (const event of requests) {
+          if (event.type === "approval_request") {
+            assert.deepStrictEqual(yield* Deferred.await(event.answer), {
+              approved: false,
+              reason: "approval timed out"
+            })
+          }
         }
-      }
-    }))
+      })
+  )
 
   it.effect("an answer given in time wins", () =>
     Effect.gen(function*() {
@@ -115,28 +122,32 @@ describe("approval timeout", () => {
 })
 
 describe("a run bounded by time (the timeout option)", () => {
-  it.effect("stops the running tools when the time passes and returns the paired transcript, with the limit named", () =>
-    Effect.gen(function*() {
-      const slow = probeTool(sleepingTool("slow", "1 hour"))
-      const run = yield* startScripted(
-        [turn.toolCalls([toolCall("a", "echo"), toolCall("b", "slow")]), turn.text("never asked")],
-        { tools: [echoTool("echo"), slow.tool], timeout: "5 minutes" }
-      )
-      yield* run.awaitEvent((e) => e.type === "tool_start" && e.call.id === "b")
-      yield* TestClock.adjust("4 minutes")
-      yield* Effect.repeat(Effect.yieldNow, { times: 100 })
-      assert.isFalse(run.events.some((e) => e.type === "turn_end"), "ended before its time")
-      yield* TestClock.adjust("1 minute")
-      const { requests, result, violations } = yield* run.finish
-      assert.deepStrictEqual(violations, [])
-      assert.strictEqual(result.reason, "aborted")
-      assert.strictEqual(result.error, "run timed out after 5m")
-      assert.strictEqual(requests.length, 1)
-      const [a, b] = results(result.messages)
-      assert.isFalse(a!.isError)
-      assert.deepStrictEqual(b!.details, { interrupted: true })
-      assert.deepStrictEqual(yield* slow.interruptedIds, ["b"])
-    }))
+  it.effect(
+    "stops the running tools when the time passes and returns the paired transcript, with the limit " +
+      "named",
+    () =>
+      Effect.gen(function*() {
+        const slow = probeTool(sleepingTool("slow", "1 hour"))
+        const run = yield* startScripted(
+          [turn.toolCalls([toolCall("a", "echo"), toolCall("b", "slow")]), turn.text("never asked")],
+          { tools: [echoTool("echo"), slow.tool], timeout: "5 minutes" }
+        )
+        yield* run.awaitEvent((e) => e.type === "tool_start" && e.call.id === "b")
+        yield* TestClock.adjust("4 minutes")
+        yield* Effect.repeat(Effect.yieldNow, { times: 100 })
+        assert.isFalse(run.events.some((e) => e.type === "turn_end"), "ended before its time")
+        yield* TestClock.adjust("1 minute")
+        const { requests, result, violations } = yield* run.finish
+        assert.deepStrictEqual(violations, [])
+        assert.strictEqual(result.reason, "aborted")
+        assert.strictEqual(result.error, "run timed out after 5m")
+        assert.strictEqual(requests.length, 1)
+        const [a, b] = results(result.messages)
+        assert.isFalse(a!.isError)
+        assert.deepStrictEqual(b!.details, { interrupted: true })
+        assert.deepStrictEqual(yield* slow.interruptedIds, ["b"])
+      })
+  )
 
   it.effect("a run that ends in time is not touched, and its timer does not outlive it", () =>
     Effect.gen(function*() {

@@ -121,24 +121,28 @@ describe("sub-agents", () => {
       assert.strictEqual(runIn(answer).steps, 2) // it was asked to repair once
     }))
 
-  it.effect("a sub-agent that fails: an error result saying how it ended, its transcript kept; the parent goes on", () =>
-    Effect.gen(function*() {
-      const flaky = yield* scriptedSubAgent({ name: "flaky", script: [turn.failing("provider down")] })
-      const run = yield* runScripted([turn.toolCalls([delegate("c1", "flaky", "go")]), turn.text("it failed")], {
-        tools: [flaky.tool]
+  it.effect(
+    "a sub-agent that fails: an error result saying how it ended, its transcript kept; the parent goes " +
+      "on",
+    () =>
+      Effect.gen(function*() {
+        const flaky = yield* scriptedSubAgent({ name: "flaky", script: [turn.failing("provider down")] })
+        const run = yield* runScripted([turn.toolCalls([delegate("c1", "flaky", "go")]), turn.text("it failed")], {
+          tools: [flaky.tool]
+        })
+        assertSound(run)
+        assert.strictEqual(run.result.reason, "stop")
+        const [answer] = results(run.result.messages)
+        assert.isTrue(answer!.isError)
+        assert.strictEqual(
+          textOf(answer!),
+          "Sub-agent \"flaky\" ended error after 1 step(s): model error: provider down."
+        )
+        const child = runIn(answer)
+        assert.strictEqual(child.reason, "error")
+        assert.deepStrictEqual(roles(child.messages), ["user"])
       })
-      assertSound(run)
-      assert.strictEqual(run.result.reason, "stop")
-      const [answer] = results(run.result.messages)
-      assert.isTrue(answer!.isError)
-      assert.strictEqual(
-        textOf(answer!),
-        "Sub-agent \"flaky\" ended error after 1 step(s): model error: provider down."
-      )
-      const child = runIn(answer)
-      assert.strictEqual(child.reason, "error")
-      assert.deepStrictEqual(roles(child.messages), ["user"])
-    }))
+  )
 
   it.effect("a sub-agent whose model or tool dies: paired error results all the way up, no stack", () =>
     Effect.gen(function*() {
@@ -221,62 +225,66 @@ describe("sub-agents", () => {
     }))
 
   for (const how of ["signal", "fiber interruption"] as const) {
-    it.effect(`the parent aborted (${how}) while two sub-agents run in parallel: every run paired, one turn_end each`, () =>
-      Effect.gen(function*() {
-        const gateA = makeGatedTool("work")
-        const gateB = makeGatedTool("work")
-        const a = yield* scriptedSubAgent({
-          name: "a",
-          tools: [gateA.tool],
-          script: [turn.toolCalls([toolCall("a1", "work")])]
+    it.effect(
+      `the parent aborted (${how}) while two sub-agents run in parallel: every run paired, one turn_end ` +
+        `each`,
+      () =>
+        Effect.gen(function*() {
+          const gateA = makeGatedTool("work")
+          const gateB = makeGatedTool("work")
+          const a = yield* scriptedSubAgent({
+            name: "a",
+            tools: [gateA.tool],
+            script: [turn.toolCalls([toolCall("a1", "work")])]
+          })
+          const b = yield* scriptedSubAgent({
+            name: "b",
+            tools: [gateB.tool],
+            script: [turn.toolCalls([toolCall("b1", "work")])]
+          })
+          const controller = new AbortController()
+          const live = yield* startScripted([turn.toolCalls([delegate("c1", "a", "go"), delegate("c2", "b", "go")])], {
+            tools: [a.tool, b.tool],
+            signal: controller.signal
+          })
+          yield* gateA.started("a1")
+          yield* gateB.started("b1") // both children are inside their tools at once
+          if (how === "signal") controller.abort()
+          else yield* Fiber.interrupt(live.fiber)
+          const result = yield* Fiber.await(live.fiber)
+          const violations = yield* live.check(result._tag === "Success" ? result.value : undefined)
+          assert.deepStrictEqual(violations, [])
+          const events = live.events
+          // one turn_end for the parent, one for each child
+          assert.deepStrictEqual(
+            events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason),
+            [
+              "aborted"
+            ]
+          )
+          const nested = subAgentEvents(events)
+          assert.strictEqual(turnEnds(nested, ["c1"]), 1)
+          assert.strictEqual(turnEnds(nested, ["c2"]), 1)
+          // the children's transcripts, kept in the parent's interrupted results, are paired
+          const parentResults = events.flatMap((e) => e.type === "tool_end" ? [e.result] : [])
+          assert.deepStrictEqual(
+            parentResults.map((r) => r.toolCallId),
+            ["c1", "c2"].filter((id) => parentResults.some((r) => r.toolCallId === id))
+          )
+          assert.strictEqual(parentResults.length, 2)
+          for (const r of parentResults) {
+            assert.include(r.details as object, { interrupted: true })
+            const child = runIn(r)
+            assert.strictEqual(child.reason, "aborted")
+            assert.deepStrictEqual(roles(child.messages), ["user", "assistant", "toolResult"])
+            assert.deepStrictEqual(pairingViolations(child.messages), [])
+          }
+          if (result._tag === "Success") {
+            assert.strictEqual(result.value.reason, "aborted")
+            assert.strictEqual(result.value.steps, 1)
+          }
         })
-        const b = yield* scriptedSubAgent({
-          name: "b",
-          tools: [gateB.tool],
-          script: [turn.toolCalls([toolCall("b1", "work")])]
-        })
-        const controller = new AbortController()
-        const live = yield* startScripted([turn.toolCalls([delegate("c1", "a", "go"), delegate("c2", "b", "go")])], {
-          tools: [a.tool, b.tool],
-          signal: controller.signal
-        })
-        yield* gateA.started("a1")
-        yield* gateB.started("b1") // both children are inside their tools at once
-        if (how === "signal") controller.abort()
-        else yield* Fiber.interrupt(live.fiber)
-        const result = yield* Fiber.await(live.fiber)
-        const violations = yield* live.check(result._tag === "Success" ? result.value : undefined)
-        assert.deepStrictEqual(violations, [])
-        const events = live.events
-        // one turn_end for the parent, one for each child
-        assert.deepStrictEqual(
-          events.filter((e) => e.type === "turn_end").map((e) => e.type === "turn_end" && e.reason),
-          [
-            "aborted"
-          ]
-        )
-        const nested = subAgentEvents(events)
-        assert.strictEqual(turnEnds(nested, ["c1"]), 1)
-        assert.strictEqual(turnEnds(nested, ["c2"]), 1)
-        // the children's transcripts, kept in the parent's interrupted results, are paired
-        const parentResults = events.flatMap((e) => e.type === "tool_end" ? [e.result] : [])
-        assert.deepStrictEqual(
-          parentResults.map((r) => r.toolCallId),
-          ["c1", "c2"].filter((id) => parentResults.some((r) => r.toolCallId === id))
-        )
-        assert.strictEqual(parentResults.length, 2)
-        for (const r of parentResults) {
-          assert.include(r.details as object, { interrupted: true })
-          const child = runIn(r)
-          assert.strictEqual(child.reason, "aborted")
-          assert.deepStrictEqual(roles(child.messages), ["user", "assistant", "toolResult"])
-          assert.deepStrictEqual(pairingViolations(child.messages), [])
-        }
-        if (result._tag === "Success") {
-          assert.strictEqual(result.value.reason, "aborted")
-          assert.strictEqual(result.value.steps, 1)
-        }
-      }))
+    )
   }
 
   it.effect("three levels deep: events carry the whole path, every transcript is kept and paired", () =>

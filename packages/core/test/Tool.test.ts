@@ -147,7 +147,11 @@ describe("the executor built from tools", () => {
       text: /^Invalid arguments for tool "read": Missing required key at \["path"\]$/
     },
     { name: "a field of the wrong type", args: { path: 5 }, text: /: Expected a string at \["path"\], got 5$/ },
-    { name: "a failed check", args: { path: "a", offset: 0 }, text: /: Expected a number ≥ 1 at \["offset"\], got 0$/ },
+    {
+      name: "a failed check",
+      args: { path: "a", offset: 0 },
+      text: /: Expected a number ≥ 1 at \["offset"\], got 0$/
+    },
     {
       name: "a literal out of range",
       args: { path: "a", mode: "fast" },

@@ -8,7 +8,8 @@
  *   npm run soak -w @agentloop/durable                  # 200 runs, a kill every 8 s
  *   SOAK_SHORT=1 npm run soak -w @agentloop/durable     # 30 runs, 2 kills (CI)
  *
- * Settings: SOAK_RUNS, SOAK_STEPS (5 turns: 4 with a call), SOAK_CALL_MS (500: how long a call takes), SOAK_KILL_EVERY_MS, SOAK_KILLS (most kills),
+ * Settings: SOAK_RUNS, SOAK_STEPS (5 turns: 4 with a call), SOAK_CALL_MS (500: how long a call takes),
+ * SOAK_KILL_EVERY_MS, SOAK_KILLS (most kills),
  * AGENTLOOP_TIMINGS=fast (lock timings: balancedTimings by default), AGENTLOOP_SHARDS (shards per group:
  * 30 by default). PostgreSQL: the one AGENTLOOP_PG_* name, or a throwaway one from
  * scripts/postgres.ts, stopped at the end.
@@ -63,7 +64,8 @@ const program = Effect.gen(function*() {
       `invariant violations: ${a.violations}`
   )
   console.log(
-    `  ${a.calls} calls, ${a.executions} executions; ran again: ${a.rerunAfterJournaled} after their result was journaled, ` +
+    `  ${a.calls} calls, ${a.executions} executions; ran again: ${a.rerunAfterJournaled} after their result was ` +
+      `journaled, ` +
       `${a.rerunInFlightAtKill} in flight (or finished, not journaled) when their runner was killed, ` +
       `${a.rerunUnjournaledNoKill} not journaled with no kill`
   )

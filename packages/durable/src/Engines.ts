@@ -2,12 +2,13 @@
  * The engines durable runs live on, as layers that provide effect's `WorkflowEngine` and the
  * runs' `DurableStore`:
  *
- * | engine | what | survives |
- * |---|---|---|
- * | `memoryEngineLayer` | `WorkflowEngine.layerMemory` | nothing (tests) |
- * | `embeddedEngineLayer` | one process, one SQLite file (`node:sqlite`): `SingleRunner` + `ClusterWorkflowEngine` | a crash: start the same command again |
- * | `embeddedClientLayer` | another process on the same file: starts, lists, approves, aborts, steers; runs nothing | — |
- * | `postgresRunnerLayer` / `postgresClientLayer` | runner processes on PostgreSQL (`NodeClusterSocket`), client-only processes that start runs, approve and abort | a runner's crash: another runner takes its shards over |
+ * - `memoryEngineLayer`: `WorkflowEngine.layerMemory`. Survives: nothing (tests).
+ * - `embeddedEngineLayer`: one process, one SQLite file (`node:sqlite`): `SingleRunner` + `ClusterWorkflowEngine`.
+ *   Survives: a crash: start the same command again.
+ * - `embeddedClientLayer`: another process on the same file: starts, lists, approves, aborts, steers; runs nothing.
+ *   Survives: —.
+ * - `postgresRunnerLayer` / `postgresClientLayer`: runner processes on PostgreSQL (`NodeClusterSocket`), client-only
+ *   processes that start runs, approve and abort. Survives: a runner's crash: another runner takes its shards over.
  *
  * Each layer also provides the `SqlClient` it uses (the store's tables live in the same database).
  * Put `durableRunnerLayer(...)` on top of a runner engine with your `Model` and `Executor`.

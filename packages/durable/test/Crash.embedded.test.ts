@@ -76,7 +76,8 @@ describe("embedded engine: kill -9 and start the same command again", () => {
   )
 
   it.live(
-    "during a tool batch of a tool defined atMostOnce (no runner list): the running calls are answered interrupted, not run again",
+    "during a tool batch of a tool defined atMostOnce (no runner list): the running calls are answered " +
+      "interrupted, not run again",
     () =>
       Effect.gen(function*() {
         const s = setup({ atMostOnce: true })

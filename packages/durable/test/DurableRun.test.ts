@@ -257,55 +257,66 @@ describe("approvals", () => {
 })
 
 describe("abort, steering and follow-ups from outside", () => {
-  it.effect("abort while a call waits for approval: the call is skipped aborted, the run ends aborted with its transcript", () =>
-    Effect.gen(function*() {
-      const write = probeTool(echoTool("write"))
-      const input = [user("go")]
-      const h = yield* makeHarness([
-        turn.toolCalls([toolCall("w1", "write"), toolCall("r1", "read")]),
-        turn.text("never")
-      ], [
-        write.tool,
-        echoTool("read")
-      ], { policy: (call) => call.name === "write" ? ask : allow })
-      const fiber = yield* runDurable({ runId: "ab", messages: input }).pipe(h.provide, Effect.forkChild)
-      yield* h.awaitEvent((e) => e.event.type === "approval_request")
-      yield* h.awaitEvent((e) => e.event.type === "tool_end" && e.event.result.toolCallId === "r1")
-      assert.strictEqual((yield* pendingApprovals().pipe(h.provide)).length, 1)
-      yield* abortRun("ab").pipe(h.provide)
-      const result = yield* Fiber.join(fiber)
-      assert.strictEqual(result.reason, "aborted")
-      assert.deepStrictEqual(yield* pendingApprovals().pipe(h.provide), []) // settled by the abort
-      assert.strictEqual(shape(result), "U A R(w1) R(r1)")
-      assert.deepStrictEqual(results(result)[0]!.details, { skipped: true, reason: "aborted" })
-      assert.strictEqual(yield* write.executions, 0)
-      assert.strictEqual((yield* h.model.requests).length, 1)
-      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
-    }))
+  it.effect(
+    "abort while a call waits for approval: the call is skipped aborted, the run ends aborted with its " +
+      "transcript",
+    () =>
+      Effect.gen(function*() {
+        const write = probeTool(echoTool("write"))
+        const input = [user("go")]
+        const h = yield* makeHarness([
+          turn.toolCalls([toolCall("w1", "write"), toolCall("r1", "read")]),
+          turn.text("never")
+        ], [
+          write.tool,
+          echoTool("read")
+        ], { policy: (call) => call.name === "write" ? ask : allow })
+        const fiber = yield* runDurable({ runId: "ab", messages: input }).pipe(h.provide, Effect.forkChild)
+        yield* h.awaitEvent((e) => e.event.type === "approval_request")
+        yield* h.awaitEvent((e) => e.event.type === "tool_end" && e.event.result.toolCallId === "r1")
+        assert.strictEqual((yield* pendingApprovals().pipe(h.provide)).length, 1)
+        yield* abortRun("ab").pipe(h.provide)
+        const result = yield* Fiber.join(fiber)
+        assert.strictEqual(result.reason, "aborted")
+        assert.deepStrictEqual(yield* pendingApprovals().pipe(h.provide), []) // settled by the abort
+        assert.strictEqual(shape(result), "U A R(w1) R(r1)")
+        assert.deepStrictEqual(results(result)[0]!.details, { skipped: true, reason: "aborted" })
+        assert.strictEqual(yield* write.executions, 0)
+        assert.strictEqual((yield* h.model.requests).length, 1)
+        assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+      })
+  )
 
-  it.effect("abort during a batch reaches it as in memory: the running call is interrupted, calls not started are skipped, no new request", () =>
-    Effect.gen(function*() {
-      const gate = makeGatedTool("g")
-      const probe = probeTool(echoTool("later"))
-      const x = probeTool({ ...probe.tool, definition: { ...probe.tool.definition, exclusive: true } })
-      const input = [user("go")]
-      const h = yield* makeHarness([turn.toolCalls([toolCall("a", "g"), toolCall("b", "later")]), turn.text("never")], [
-        gate.tool,
-        x.tool
-      ])
-      const fiber = yield* runDurable({ runId: "ab2", messages: input }).pipe(h.provide, Effect.forkChild)
-      yield* gate.started("a")
-      yield* abortRun("ab2").pipe(h.provide)
-      const result = yield* Fiber.join(fiber)
-      assert.strictEqual(result.reason, "aborted")
-      assert.deepStrictEqual(texts(result), [
-        "a:Tool call was interrupted before it finished.",
-        "b:Tool call was not executed because the run was aborted."
-      ])
-      assert.deepStrictEqual(results(result)[0]!.details, { interrupted: true })
-      assert.strictEqual(yield* x.executions, 0)
-      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
-    }))
+  it.effect(
+    "abort during a batch reaches it as in memory: the running call is interrupted, calls not started " +
+      "are skipped, no new request",
+    () =>
+      Effect.gen(function*() {
+        const gate = makeGatedTool("g")
+        const probe = probeTool(echoTool("later"))
+        const x = probeTool({ ...probe.tool, definition: { ...probe.tool.definition, exclusive: true } })
+        const input = [user("go")]
+        const h = yield* makeHarness(
+          [turn.toolCalls([toolCall("a", "g"), toolCall("b", "later")]), turn.text("never")],
+          [
+            gate.tool,
+            x.tool
+          ]
+        )
+        const fiber = yield* runDurable({ runId: "ab2", messages: input }).pipe(h.provide, Effect.forkChild)
+        yield* gate.started("a")
+        yield* abortRun("ab2").pipe(h.provide)
+        const result = yield* Fiber.join(fiber)
+        assert.strictEqual(result.reason, "aborted")
+        assert.deepStrictEqual(texts(result), [
+          "a:Tool call was interrupted before it finished.",
+          "b:Tool call was not executed because the run was aborted."
+        ])
+        assert.deepStrictEqual(results(result)[0]!.details, { interrupted: true })
+        assert.strictEqual(yield* x.executions, 0)
+        assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+      })
+  )
 
   it.effect("steering joins at the next boundary; a follow-up restarts a run that would stop", () =>
     Effect.gen(function*() {
@@ -336,54 +347,58 @@ describe("abort, steering and follow-ups from outside", () => {
 })
 
 describe("calls found already started (a crash mid-call)", () => {
-  it.effect("run again with the same idempotency key in their context; atMostOnce tools (by definition or listed) answered interrupted", () =>
-    Effect.gen(function*() {
-      const keys: Array<string | undefined> = []
-      const keyed = fakeTool("charge", (_, ctx) =>
-        Effect.sync(() => {
-          keys.push(ctx.idempotencyKey)
-          return "charged"
+  it.effect(
+    "run again with the same idempotency key in their context; atMostOnce tools (by definition or " +
+      "listed) answered interrupted",
+    () =>
+      Effect.gen(function*() {
+        const keys: Array<string | undefined> = []
+        const keyed = fakeTool("charge", (_, ctx) =>
+          Effect.sync(() => {
+            keys.push(ctx.idempotencyKey)
+            return "charged"
+          }))
+        // marked in its definition; no runner list names it
+        const deploy = probeTool(defineTool({
+          name: "deploy",
+          description: "deploys",
+          parameters: Schema.Struct({}),
+          atMostOnce: true,
+          execute: () => Effect.succeed("deployed")
         }))
-      // marked in its definition; no runner list names it
-      const deploy = probeTool(defineTool({
-        name: "deploy",
-        description: "deploys",
-        parameters: Schema.Struct({}),
-        atMostOnce: true,
-        execute: () => Effect.succeed("deployed")
-      }))
-      // a tool whose definition we do not write: listed in the runner's configuration
-      const listed = probeTool(echoTool("mcp_send"))
-      const input = [user("go")]
-      const h = yield* makeHarness(
-        [
-          turn.toolCalls([toolCall("c", "charge"), toolCall("d", "deploy"), toolCall("m", "mcp_send")]),
-          turn.toolCalls([toolCall("c2", "charge"), toolCall("d2", "deploy"), toolCall("m2", "mcp_send")]),
-          turn.text("done")
-        ],
-        [keyed, deploy.tool, listed.tool],
-        { atMostOnce: ["mcp_send"] }
-      )
-      const result = yield* Effect.gen(function*() {
-        const store = yield* DurableStore
-        // what a process that died mid-call leaves behind: the first step's calls marked started
-        yield* Effect.forEach([0, 1, 2], (i) => store.claimStart(idempotencyKeyOf("cr", 1, i)), { discard: true })
-        return yield* runDurable({ runId: "cr", messages: input })
-      }).pipe(h.provide)
-      assert.deepStrictEqual(keys, [idempotencyKeyOf("cr", 1, 0), idempotencyKeyOf("cr", 2, 0)])
-      assert.deepStrictEqual(results(result).map((r) => [r.toolCallId, r.details]), [
-        ["c", undefined],
-        ["d", { interrupted: true }],
-        ["m", { interrupted: true }],
-        ["c2", undefined],
-        ["d2", undefined],
-        ["m2", undefined]
-      ])
-      // calls not found started run as usual, once
-      assert.deepStrictEqual(yield* deploy.executedIds, ["d2"])
-      assert.deepStrictEqual(yield* listed.executedIds, ["m2"])
-      assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
-    }))
+        // a tool whose definition we do not write: listed in the runner's configuration
+        const listed = probeTool(echoTool("mcp_send"))
+        const input = [user("go")]
+        const h = yield* makeHarness(
+          [
+            turn.toolCalls([toolCall("c", "charge"), toolCall("d", "deploy"), toolCall("m", "mcp_send")]),
+            turn.toolCalls([toolCall("c2", "charge"), toolCall("d2", "deploy"), toolCall("m2", "mcp_send")]),
+            turn.text("done")
+          ],
+          [keyed, deploy.tool, listed.tool],
+          { atMostOnce: ["mcp_send"] }
+        )
+        const result = yield* Effect.gen(function*() {
+          const store = yield* DurableStore
+          // what a process that died mid-call leaves behind: the first step's calls marked started
+          yield* Effect.forEach([0, 1, 2], (i) => store.claimStart(idempotencyKeyOf("cr", 1, i)), { discard: true })
+          return yield* runDurable({ runId: "cr", messages: input })
+        }).pipe(h.provide)
+        assert.deepStrictEqual(keys, [idempotencyKeyOf("cr", 1, 0), idempotencyKeyOf("cr", 2, 0)])
+        assert.deepStrictEqual(results(result).map((r) => [r.toolCallId, r.details]), [
+          ["c", undefined],
+          ["d", { interrupted: true }],
+          ["m", { interrupted: true }],
+          ["c2", undefined],
+          ["d2", undefined],
+          ["m2", undefined]
+        ])
+        // calls not found started run as usual, once
+        assert.deepStrictEqual(yield* deploy.executedIds, ["d2"])
+        assert.deepStrictEqual(yield* listed.executedIds, ["m2"])
+        assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+      })
+  )
 })
 
 describe("how a run ends", () => {

@@ -5,7 +5,8 @@
  * first; fired later: at once, in this process, as `abortRun` does), its steering and follow-up
  * queues are forwarded to the store (`steer`, `followUp`), what is code (an effect `Schema` output,
  * a policy, `transformContext`) goes to the runner, and the result's output is decoded again with
- * its schema (`decodeOutput`: it crossed the journal as JSON). A run refused at its start answers as an in-memory run with bad
+ * its schema (`decodeOutput`: it crossed the journal as JSON). A run refused at its start answers as an in-memory run
+ * with bad
  * input ends: `error`, no steps, an empty transcript.
  */
 import { EventSink, Executor, Model } from "@agentloop/core"

@@ -251,7 +251,8 @@ export const makeMcpTools = (
       const other = prefixes.get(prefix)
       if (other !== undefined) {
         return yield* new McpConfigError({
-          message: `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; rename one`
+          message: `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; ` +
+            `rename one`
         })
       }
       prefixes.set(prefix, config.name)

@@ -51,113 +51,117 @@ const sse = (...events: ReadonlyArray<Event | ReadonlyArray<Event>>): Reply => (
 const stopReply = sse(start, textBlock(0, "ok"), end("end_turn"))
 
 describe("Anthropic requests", () => {
-  it.effect("sends system, messages with tool_result blocks, replayable thinking, images, tools, options and cache breakpoints", () =>
-    Effect.gen(function*() {
-      const server = yield* makeServer([stopReply])
-      const messages: ReadonlyArray<Message> = [
-        {
-          role: "user",
-          content: [{ type: "text", text: "look" }, { type: "image", data: "aGk=", mimeType: "image/png" }]
-        },
-        {
-          role: "assistant",
-          content: [
-            { type: "thinking", thinking: "signed", signature: "sig-1" },
-            { type: "thinking", thinking: "from another provider" },
-            { type: "thinking", thinking: "", signature: "opaque", redacted: true },
-            { type: "text", text: "Checking." },
-            { type: "toolCall", id: "t1", name: "echo", arguments: { a: 1 } },
-            { type: "toolCall", id: "t2", name: "shot", arguments: {} }
-          ],
-          stopReason: "toolUse"
-        },
-        {
-          role: "toolResult",
-          toolCallId: "t1",
-          toolName: "echo",
-          content: [{ type: "text", text: "one" }],
-          isError: false
-        },
-        {
-          role: "toolResult",
-          toolCallId: "t2",
-          toolName: "shot",
-          content: [{ type: "text", text: "" }, { type: "image", data: "cGlj", mimeType: "image/jpeg" }],
-          isError: true
-        },
-        { role: "assistant", content: [{ type: "text", text: "" }], stopReason: "length" },
-        { role: "user", content: "thanks" }
-      ]
-      const run = yield* runLoop(
-        layer(server.url, {
-          maxTokens: 4000,
-          thinking: { budgetTokens: 2048 },
-          headers: { "anthropic-beta": "interleaved-thinking-2025-05-14" }
-        }),
-        { messages, systemPrompt: "be brief", tools: [echoTool("echo"), echoTool("shot")] }
-      )
-      assert.deepStrictEqual(run.violations, [])
-      const [request] = yield* server.requests
-      assert.strictEqual(request!.path, "/v1/messages")
-      assert.deepStrictEqual(sentHeaders(request!), {
-        accept: "text/event-stream",
-        "anthropic-version": "2023-06-01",
-        "anthropic-beta": "interleaved-thinking-2025-05-14",
-        "content-type": "application/json",
-        "x-api-key": "sk-ant-secret"
-      })
-      const parameters = echoTool("echo").definition.parameters
-      assert.deepStrictEqual(yield* server.bodyOf(0), {
-        model: "claude-test",
-        max_tokens: 4000,
-        system: [{ type: "text", text: "be brief", cache_control: { type: "ephemeral" } }],
-        messages: [
+  it.effect(
+    "sends system, messages with tool_result blocks, replayable thinking, images, tools, options and " +
+      "cache breakpoints",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* makeServer([stopReply])
+        const messages: ReadonlyArray<Message> = [
           {
             role: "user",
-            content: [
-              { type: "text", text: "look" },
-              { type: "image", source: { type: "base64", media_type: "image/png", data: "aGk=" } }
-            ]
+            content: [{ type: "text", text: "look" }, { type: "image", data: "aGk=", mimeType: "image/png" }]
           },
           {
             role: "assistant",
             content: [
               { type: "thinking", thinking: "signed", signature: "sig-1" },
-              { type: "redacted_thinking", data: "opaque" },
+              { type: "thinking", thinking: "from another provider" },
+              { type: "thinking", thinking: "", signature: "opaque", redacted: true },
               { type: "text", text: "Checking." },
-              { type: "tool_use", id: "t1", name: "echo", input: { a: 1 } },
-              { type: "tool_use", id: "t2", name: "shot", input: {} }
-            ]
+              { type: "toolCall", id: "t1", name: "echo", arguments: { a: 1 } },
+              { type: "toolCall", id: "t2", name: "shot", arguments: {} }
+            ],
+            stopReason: "toolUse"
           },
           {
-            role: "user",
-            content: [
-              { type: "tool_result", tool_use_id: "t1", content: [{ type: "text", text: "one" }] },
-              {
-                type: "tool_result",
-                tool_use_id: "t2",
-                content: [{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "cGlj" } }],
-                is_error: true,
-                // a breakpoint on each of the two latest user turns
-                cache_control: { type: "ephemeral" }
-              }
-            ]
+            role: "toolResult",
+            toolCallId: "t1",
+            toolName: "echo",
+            content: [{ type: "text", text: "one" }],
+            isError: false
           },
-          { role: "user", content: [{ type: "text", text: "thanks", cache_control: { type: "ephemeral" } }] }
-        ],
-        tools: [
-          { name: "echo", description: "fake tool echo", input_schema: parameters },
           {
-            name: "shot",
-            description: "fake tool shot",
-            input_schema: parameters,
-            cache_control: { type: "ephemeral" }
-          }
-        ],
-        thinking: { type: "enabled", budget_tokens: 2048 },
-        stream: true
+            role: "toolResult",
+            toolCallId: "t2",
+            toolName: "shot",
+            content: [{ type: "text", text: "" }, { type: "image", data: "cGlj", mimeType: "image/jpeg" }],
+            isError: true
+          },
+          { role: "assistant", content: [{ type: "text", text: "" }], stopReason: "length" },
+          { role: "user", content: "thanks" }
+        ]
+        const run = yield* runLoop(
+          layer(server.url, {
+            maxTokens: 4000,
+            thinking: { budgetTokens: 2048 },
+            headers: { "anthropic-beta": "interleaved-thinking-2025-05-14" }
+          }),
+          { messages, systemPrompt: "be brief", tools: [echoTool("echo"), echoTool("shot")] }
+        )
+        assert.deepStrictEqual(run.violations, [])
+        const [request] = yield* server.requests
+        assert.strictEqual(request!.path, "/v1/messages")
+        assert.deepStrictEqual(sentHeaders(request!), {
+          accept: "text/event-stream",
+          "anthropic-version": "2023-06-01",
+          "anthropic-beta": "interleaved-thinking-2025-05-14",
+          "content-type": "application/json",
+          "x-api-key": "sk-ant-secret"
+        })
+        const parameters = echoTool("echo").definition.parameters
+        assert.deepStrictEqual(yield* server.bodyOf(0), {
+          model: "claude-test",
+          max_tokens: 4000,
+          system: [{ type: "text", text: "be brief", cache_control: { type: "ephemeral" } }],
+          messages: [
+            {
+              role: "user",
+              content: [
+                { type: "text", text: "look" },
+                { type: "image", source: { type: "base64", media_type: "image/png", data: "aGk=" } }
+              ]
+            },
+            {
+              role: "assistant",
+              content: [
+                { type: "thinking", thinking: "signed", signature: "sig-1" },
+                { type: "redacted_thinking", data: "opaque" },
+                { type: "text", text: "Checking." },
+                { type: "tool_use", id: "t1", name: "echo", input: { a: 1 } },
+                { type: "tool_use", id: "t2", name: "shot", input: {} }
+              ]
+            },
+            {
+              role: "user",
+              content: [
+                { type: "tool_result", tool_use_id: "t1", content: [{ type: "text", text: "one" }] },
+                {
+                  type: "tool_result",
+                  tool_use_id: "t2",
+                  content: [{ type: "image", source: { type: "base64", media_type: "image/jpeg", data: "cGlj" } }],
+                  is_error: true,
+                  // a breakpoint on each of the two latest user turns
+                  cache_control: { type: "ephemeral" }
+                }
+              ]
+            },
+            { role: "user", content: [{ type: "text", text: "thanks", cache_control: { type: "ephemeral" } }] }
+          ],
+          tools: [
+            { name: "echo", description: "fake tool echo", input_schema: parameters },
+            {
+              name: "shot",
+              description: "fake tool shot",
+              input_schema: parameters,
+              cache_control: { type: "ephemeral" }
+            }
+          ],
+          thinking: { type: "enabled", budget_tokens: 2048 },
+          stream: true
+        })
       })
-    }))
+  )
 
   it.effect("defaults: max_tokens 4096, no system, no tools, temperature when set", () =>
     Effect.gen(function*() {
@@ -366,7 +370,8 @@ describe("Anthropic failures", () => {
       const run = yield* runLoop(layer(server.url, { retry: { maxRetryAfter: "60 seconds" } }))
       assert.strictEqual(
         modelError(run),
-        "Anthropic answered HTTP 429: rate_limit_error: Rate limited (the server asked to wait 10m, longer than retry.maxRetryAfter)"
+        "Anthropic answered HTTP 429: rate_limit_error: Rate limited (the server asked to wait 10m, longer than " +
+          "retry.maxRetryAfter)"
       )
       assert.strictEqual((yield* server.requests).length, 1)
     }))
@@ -387,7 +392,8 @@ describe("Anthropic failures", () => {
       const run = yield* runLoop(layer(server.url))
       assert.strictEqual(
         modelError(run),
-        "Anthropic answered HTTP 400: invalid_request_error: messages.1.content.0.tool_use.id: String should match pattern"
+        "Anthropic answered HTTP 400: invalid_request_error: messages.1.content.0.tool_use.id: String should " +
+          "match pattern"
       )
       assert.strictEqual((yield* server.requests).length, 1)
       assert.deepStrictEqual(run.violations, [])
@@ -398,8 +404,8 @@ describe("Anthropic failures", () => {
       const server = yield* makeServer([{
         kind: "status",
         status: 401,
-        body:
-          "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key sk-ant-secret\"}}"
+        body: "{\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key " +
+          "sk-ant-secret\"}}"
       }])
       const run = yield* runLoop(layer(server.url))
       assert.strictEqual(

@@ -76,12 +76,16 @@ const decodeChunks = (provider: Provider, chunks: ReadonlyArray<Uint8Array>) => 
   )
 }
 
-/** A Messages stream with everything a parser can trip on: CRLF, CR and LF line ends, comments, an `id:` and a `retry:` line, data split over several `data:` lines, multi-byte characters, a ping. */
+/**
+ * A Messages stream with everything a parser can trip on: CRLF, CR and LF line ends, comments, an `id:` and a
+ * `retry:` line, data split over several `data:` lines, multi-byte characters, a ping.
+ */
 const anthropicBody = [
   ": a comment, then a retry directive that must be ignored\r\n",
   "retry: 10\r\n",
   "event: message_start\r\n",
-  "data: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\r\n",
+  "data: {\"type\":\"message_start\",\"message\":{\"model\":\"claude-x\",\"usage\":{\"input_tokens\":10," +
+  "\"output_tokens\":1}}}\r\n",
   "\r\n",
   "id: 7\n",
   "event: content_block_start\n",
@@ -90,22 +94,29 @@ const anthropicBody = [
   "\n",
   "event: ping\rdata: {\"type\": \"ping\"}\r\r",
   "event: content_block_delta\r\n",
-  "data:{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"héllo 日本 🙂\"}}\r\n\r\n",
+  "data:{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"héllo " +
+  "日本 🙂\"}}\r\n\r\n",
   ":keep-alive\n\n",
   "event: content_block_delta\n",
-  "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\", wörld\"}}   \n\n",
+  "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\", " +
+  "wörld\"}}   \n\n",
   "event: content_block_start\r\n",
-  "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"write\",\"input\":{}}}\r\n\r\n",
+  "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\"," +
+  "\"id\":\"toolu_1\",\"name\":\"write\",\"input\":{}}}\r\n\r\n",
   "event: content_block_delta\r\n",
-  "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\": \\\"ä\"}}\r\n\r\n",
+  "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\"," +
+  "\"partial_json\":\"{\\\"path\\\": \\\"ä\"}}\r\n\r\n",
   "event: content_block_delta\r\n",
-  "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\".ts\\\"}\"}}\r\n\r\n",
+  "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\"," +
+  "\"partial_json\":\".ts\\\"}\"}}\r\n\r\n",
   "event: message_delta\r\n",
-  "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":42}}\r\n\r\n",
+  "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"}," +
+  "\"usage\":{\"output_tokens\":42}}\r\n\r\n",
   "event: message_stop\r\n",
   "data: {\"type\":\"message_stop\"}\r\n\r\n",
   "event: content_block_delta\r\n",
-  "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"after the end\"}}\r\n\r\n"
+  "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"after the " +
+  "end\"}}\r\n\r\n"
 ].join("")
 
 /** A Chat Completions stream with the same traps (OpenRouter's comments, CRLF, data over two lines). */
@@ -115,10 +126,13 @@ const openAiBody = [
   "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\n",
   "data: \"delta\":{\"content\":\"héllo 日本 🙂\"}}]}\n\n",
   "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\", wörld\"}}]}\r\r",
-  "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"write\",\"arguments\":\"\"}}]}}]}\r\n\r\n",
-  "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"path\\\": \\\"ä\"}}]}}]}\r\n\r\n",
+  "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0," +
+  "\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"write\",\"arguments\":\"\"}}]}}]}\r\n\r\n",
+  "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0," +
+  "\"function\":{\"arguments\":\"{\\\"path\\\": \\\"ä\"}}]}}]}\r\n\r\n",
   ": keep-alive\r\n",
-  "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\".ts\\\"}\"}}]}}]}\r\n\r\n",
+  "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0," +
+  "\"function\":{\"arguments\":\".ts\\\"}\"}}]}}]}\r\n\r\n",
   "data: {\"model\":\"gpt-x\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\r\n\r\n",
   "data: {\"model\":\"gpt-x\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":42}}\r\n\r\n",
   "data: [DONE]\r\n\r\n",
@@ -171,12 +185,16 @@ describe("decoding the event stream", () => {
   for (const provider of ["anthropic", "openai"] as const) {
     const body = bodies[provider]
 
-    it.effect(`${provider}: the whole body in one chunk gives the exact events (comments, CRLF, CR, multi-line data, retry ignored, nothing after the end)`, () =>
-      Effect.gen(function*() {
-        const stream = yield* makeStreamer(provider, () => [body])
-        const exit = yield* stream
-        assert.deepStrictEqual(exit, expectedEvents(provider))
-      }))
+    it.effect(
+      `${provider}: the whole body in one chunk gives the exact events (comments, CRLF, CR, multi-line ` +
+        `data, retry ignored, nothing after the end)`,
+      () =>
+        Effect.gen(function*() {
+          const stream = yield* makeStreamer(provider, () => [body])
+          const exit = yield* stream
+          assert.deepStrictEqual(exit, expectedEvents(provider))
+        })
+    )
 
     it.effect(`${provider}: cut in two at every byte, the same events and final message`, () =>
       Effect.gen(function*() {

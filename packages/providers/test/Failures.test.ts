@@ -50,7 +50,8 @@ describe("the reason of a failed request", () => {
       name: "400 context length (Anthropic)",
       reply: status(
         400,
-        "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: 210000 tokens > 200000 maximum\"}}"
+        "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"prompt is too long: " +
+          "210000 tokens > 200000 maximum\"}}"
       ),
       reason: "context_length"
     },
@@ -175,7 +176,8 @@ describe("answers that are not event streams", () => {
       assert.strictEqual(
         error.message,
         "the OpenAI-compatible server answered HTTP 200 with content type \"text/html; charset=utf-8\" instead of an " +
-          "event stream (a login page or a proxy in the way? check the base URL): <html><body><h1>Sign in</h1></body></html>"
+          "event stream (a login page or a proxy in the way? check the base URL): <html><body><h1>Sign " +
+          "in</h1></body></html>"
       )
       assert.deepStrictEqual([error.reason, error.status, error.attempts], ["protocol", 200, 1])
       assert.strictEqual((yield* server.requests).length, 1)

@@ -83,7 +83,10 @@ const mutate = (events: ReadonlyArray<Sse.Event>, mutations: ReadonlyArray<Mutat
   return out
 }
 
-/** The steps of a protocol over `events` with the model events of each, until it fails or finishes (nothing more is fed after that). */
+/**
+ * The steps of a protocol over `events` with the model events of each, until it fails or finishes (nothing more is
+ * fed after that).
+ */
 const run = (
   protocol: WireProtocol,
   events: ReadonlyArray<Sse.Event>

@@ -446,7 +446,8 @@ describe("OpenAI-compatible failures", () => {
       const run = yield* runLoop(layer(server.url))
       assert.strictEqual(
         modelError(run),
-        "the OpenAI-compatible server answered HTTP 400: invalid_request_error: Invalid 'messages[0].content': string too long."
+        "the OpenAI-compatible server answered HTTP 400: invalid_request_error: Invalid 'messages[0].content': " +
+          "string too long."
       )
       assert.strictEqual((yield* server.requests).length, 1)
       assert.deepStrictEqual(run.violations, [])
@@ -477,7 +478,8 @@ describe("OpenAI-compatible failures", () => {
       const run = yield* runLoop(layer(server.url))
       assert.strictEqual(
         modelError(run),
-        "the OpenAI-compatible server answered HTTP 404 (check the base URL and the model name): model 'llama9' not found"
+        "the OpenAI-compatible server answered HTTP 404 (check the base URL and the model name): model 'llama9' " +
+          "not found"
       )
     }))
 

@@ -198,7 +198,8 @@ describe("redirects are never followed", () => {
         assert.strictEqual(
           error.message,
           `the OpenAI-compatible server answered HTTP ${code}, a redirect to ${elsewhere.url}; redirects are not ` +
-            "followed, so credentials are never sent to another address: set baseUrl to the address the provider expects"
+            "followed, so credentials are never sent to another address: set baseUrl to the address the provider " +
+            "expects"
         )
         assert.notInclude(error.message, "token=abc")
         assert.strictEqual((yield* server.requests).length, 1)

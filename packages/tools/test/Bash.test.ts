@@ -101,7 +101,8 @@ describe("bash", () => {
   it.effect("on Linux with unshare, commands run in their own PID namespace", () =>
     inWorkspace(() =>
       Effect.gen(function*() {
-        // this machine (the CI's) allows it, as root and as a normal user: the stronger containment must be the one used
+        // this machine (the CI's) allows it, as root and as a normal user: the stronger containment must be the one
+        // used
         assert.strictEqual(yield* detectContainment, "pid-namespace")
         const out = yield* bashTool.execute({ command: "echo $$; ls /proc | grep -c '^[0-9]'" }, context())
         assert.strictEqual(text(out).split("\n")[0], "1", "the command is PID 1 of its namespace")
@@ -306,7 +307,8 @@ describe("bash", () => {
         const error = yield* failed(bashTool.execute({ command }, context()))
         assert.strictEqual(
           error.message,
-          `command is ${command.length} bytes, over the ${BASH_MAX_COMMAND_BYTES}-byte limit; write a script with the write tool and run it`
+          `command is ${command.length} bytes, over the ${BASH_MAX_COMMAND_BYTES}-byte limit; write a script ` +
+            `with the write tool and run it`
         )
       })
     ))
@@ -346,25 +348,32 @@ describe("bash environment policy", () => {
       )
     ))
 
-  it.effect("hideEnv hides more (the CLI's --api-key-env name), passEnv passes a hidden one, env has the last word", () =>
-    inWorkspace(() =>
-      withEnv(
-        { OPENAI_API_KEY: "sk-test-openai", ANTHROPIC_API_KEY: "sk-ant-test", MY_KEY: "mine", PLAIN: "plain" },
-        Effect.gen(function*() {
-          const hidden = yield* bashTool.execute({ command: show }, context()).pipe(
-            Effect.provide(bashOptionsLayer({ hideEnv: ["MY_KEY"], passEnv: ["ANTHROPIC_API_KEY"] }))
-          )
-          assert.strictEqual(
-            text(hidden),
-            "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=sk-ant-test\nMY_KEY=unset\nPLAIN=plain\n"
-          )
-          const custom = yield* bashTool.execute({ command: show }, context()).pipe(
-            Effect.provide(bashOptionsLayer({ env: (env) => ({ PATH: env["PATH"] ?? "/usr/bin:/bin" }) }))
-          )
-          assert.strictEqual(text(custom), "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=unset\nMY_KEY=unset\nPLAIN=unset\n")
-        })
+  it.effect(
+    "hideEnv hides more (the CLI's --api-key-env name), passEnv passes a hidden one, env has the last " +
+      "word",
+    () =>
+      inWorkspace(() =>
+        withEnv(
+          { OPENAI_API_KEY: "sk-test-openai", ANTHROPIC_API_KEY: "sk-ant-test", MY_KEY: "mine", PLAIN: "plain" },
+          Effect.gen(function*() {
+            const hidden = yield* bashTool.execute({ command: show }, context()).pipe(
+              Effect.provide(bashOptionsLayer({ hideEnv: ["MY_KEY"], passEnv: ["ANTHROPIC_API_KEY"] }))
+            )
+            assert.strictEqual(
+              text(hidden),
+              "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=sk-ant-test\nMY_KEY=unset\nPLAIN=plain\n"
+            )
+            const custom = yield* bashTool.execute({ command: show }, context()).pipe(
+              Effect.provide(bashOptionsLayer({ env: (env) => ({ PATH: env["PATH"] ?? "/usr/bin:/bin" }) }))
+            )
+            assert.strictEqual(
+              text(custom),
+              "OPENAI_API_KEY=unset\nANTHROPIC_API_KEY=unset\nMY_KEY=unset\nPLAIN=unset\n"
+            )
+          })
+        )
       )
-    ))
+  )
 
   it("bashEnvironment: hidden names never pass, every other name passes unchanged (property)", () => {
     const name = fc.stringMatching(/^[A-Z][A-Z0-9_]{0,12}$/)

@@ -39,21 +39,28 @@ describe("read", () => {
       })
     ))
 
-  it.effect(`cuts output at ${READ_MAX_LINES} lines or ${READ_MAX_BYTES} bytes, and long lines at ${READ_MAX_LINE_LENGTH}`, () =>
-    inWorkspace((root) =>
-      Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        yield* fs.writeFileString(`${root}/many.txt`, Array.from({ length: 5000 }, (_, i) => `l${i + 1}`).join("\n"))
-        const many = text(yield* readTool.execute({ path: "many.txt" }, ctx))
-        assert.match(many, /\[Showing lines 1-2000 of 5000\. Use offset=2001 to read on\.\]$/)
-        yield* fs.writeFileString(`${root}/wide.txt`, Array.from({ length: 100 }, () => "x".repeat(1000)).join("\n"))
-        const wide = yield* readTool.execute({ path: "wide.txt" }, ctx)
-        assert.isAtMost(text(wide).length, READ_MAX_BYTES + 200)
-        assert.match(text(wide), /Use offset=\d+ to read on/)
-        yield* fs.writeFileString(`${root}/long.txt`, "y".repeat(READ_MAX_LINE_LENGTH + 50))
-        assert.match(text(yield* readTool.execute({ path: "long.txt" }, ctx)), /\[\.\.\. line cut at 2000 characters\]/)
-      })
-    ))
+  it.effect(
+    `cuts output at ${READ_MAX_LINES} lines or ${READ_MAX_BYTES} bytes, and long lines at ` +
+      `${READ_MAX_LINE_LENGTH}`,
+    () =>
+      inWorkspace((root) =>
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          yield* fs.writeFileString(`${root}/many.txt`, Array.from({ length: 5000 }, (_, i) => `l${i + 1}`).join("\n"))
+          const many = text(yield* readTool.execute({ path: "many.txt" }, ctx))
+          assert.match(many, /\[Showing lines 1-2000 of 5000\. Use offset=2001 to read on\.\]$/)
+          yield* fs.writeFileString(`${root}/wide.txt`, Array.from({ length: 100 }, () => "x".repeat(1000)).join("\n"))
+          const wide = yield* readTool.execute({ path: "wide.txt" }, ctx)
+          assert.isAtMost(text(wide).length, READ_MAX_BYTES + 200)
+          assert.match(text(wide), /Use offset=\d+ to read on/)
+          yield* fs.writeFileString(`${root}/long.txt`, "y".repeat(READ_MAX_LINE_LENGTH + 50))
+          assert.match(
+            text(yield* readTool.execute({ path: "long.txt" }, ctx)),
+            /\[\.\.\. line cut at 2000 characters\]/
+          )
+        })
+      )
+  )
 
   it.effect("refuses binary files, directories and missing files with clear errors", () =>
     inWorkspace((root) =>

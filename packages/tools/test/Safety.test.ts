@@ -137,28 +137,32 @@ describe("links", () => {
     2000
   )
 
-  it.effect("a file with a second hard link (maybe outside) is neither read nor edited; write replaces the link only", () =>
-    inWorkspace((root) =>
-      Effect.gen(function*() {
-        const fs = yield* FileSystem.FileSystem
-        yield* fs.writeFileString(`${root}/../secret.txt`, "SECRET\n")
-        linkSync(`${root}/../secret.txt`, `${root}/linked.txt`)
-        const read = yield* failed(readTool.execute({ path: "linked.txt" }, ctx))
-        assert.match(read.message, /^linked\.txt has 2 hard links; one of them could be outside the workspace/)
-        assert.notInclude(read.message, "SECRET")
-        assert.match(
-          (yield* failed(editTool.execute({ path: "linked.txt", oldText: "SECRET", newText: "x" }, ctx))).message,
-          /hard links/
-        )
-        yield* writeTool.execute({ path: "linked.txt", content: "mine\n" }, ctx)
-        assert.strictEqual(
-          yield* fs.readFileString(`${root}/../secret.txt`),
-          "SECRET\n",
-          "the other link keeps its content"
-        )
-        assert.strictEqual(yield* fs.readFileString(`${root}/linked.txt`), "mine\n")
-      })
-    ))
+  it.effect(
+    "a file with a second hard link (maybe outside) is neither read nor edited; write replaces the link " +
+      "only",
+    () =>
+      inWorkspace((root) =>
+        Effect.gen(function*() {
+          const fs = yield* FileSystem.FileSystem
+          yield* fs.writeFileString(`${root}/../secret.txt`, "SECRET\n")
+          linkSync(`${root}/../secret.txt`, `${root}/linked.txt`)
+          const read = yield* failed(readTool.execute({ path: "linked.txt" }, ctx))
+          assert.match(read.message, /^linked\.txt has 2 hard links; one of them could be outside the workspace/)
+          assert.notInclude(read.message, "SECRET")
+          assert.match(
+            (yield* failed(editTool.execute({ path: "linked.txt", oldText: "SECRET", newText: "x" }, ctx))).message,
+            /hard links/
+          )
+          yield* writeTool.execute({ path: "linked.txt", content: "mine\n" }, ctx)
+          assert.strictEqual(
+            yield* fs.readFileString(`${root}/../secret.txt`),
+            "SECRET\n",
+            "the other link keeps its content"
+          )
+          assert.strictEqual(yield* fs.readFileString(`${root}/linked.txt`), "mine\n")
+        })
+      )
+  )
 
   it.effect("absolute links elsewhere are refused (/etc/passwd, a sibling folder, the root's parent)", () =>
     inWorkspace((root) =>
@@ -348,7 +352,8 @@ describe("files come out as they went in", () => {
         const error = yield* failed(readTool.execute({ path: "ff.bin" }, ctx))
         assert.strictEqual(
           error.message,
-          "ff.bin is not valid UTF-8 text (64 bytes; binary, or another encoding); use bash (file, iconv, xxd) to look at it"
+          "ff.bin is not valid UTF-8 text (64 bytes; binary, or another encoding); use bash (file, iconv, xxd) " +
+            "to look at it"
         )
       })
     ))

@@ -6,7 +6,8 @@
  * in a rotating order; the table gives medians.
  *
  * `node packages/bench/src/providers/bench.ts` (Node 22). Environment: `BENCH_PROVIDERS_MB`
- * (size of the large response, default 12; 10 with `BENCH_QUICK=1`), `BENCH_PROVIDERS_RUNS` (processes per cell, default 5),
+ * (size of the large response, default 12; 10 with `BENCH_QUICK=1`), `BENCH_PROVIDERS_RUNS` (processes per cell,
+ * default 5),
  * `BENCH_QUICK=1` (3 processes per cell, about a minute), `BENCH_PROVIDERS_ONLY` (`openai` or
  * `anthropic`), `BENCH_PROVIDERS_CONTENDERS` (a comma-separated subset of `agentloop,sdk,sdk-final`),
  * `BENCH_PROVIDERS_BEFORE` (the `packages/providers/src/index.ts` of another checkout, measured as
@@ -160,7 +161,8 @@ const main = async () => {
   )
   lines.push("")
   lines.push(
-    "| provider | contender | events/s | time (ms) | CPU (ms) | peak heap used (MB) | peak live heap (MB) | peak RSS (MB) | ÷ agentloop time | ÷ agentloop CPU |"
+    "| provider | contender | events/s | time (ms) | CPU (ms) | peak heap used (MB) | peak live heap (MB) | peak " +
+      "RSS (MB) | ÷ agentloop time | ÷ agentloop CPU |"
   )
   lines.push("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
   const summary: Array<Record<string, unknown>> = []

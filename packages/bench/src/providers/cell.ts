@@ -4,7 +4,8 @@
  * then the large one timed, then the large one again sampling the live heap; prints one JSON line.
  *
  * Contenders: `agentloop` (the provider's `Model` layer, consumed by core's loop: one turn of
- * `runAgentLoop`, every event, then the final message; its calls go to an executor without tools), `agentloop-before` (the same, with the
+ * `runAgentLoop`, every event, then the final message; its calls go to an executor without tools), `agentloop-before`
+ * (the same, with the
  * providers module at the path in `BENCH_PROVIDERS_BEFORE`: another checkout's
  * `packages/providers/src/index.ts`, to compare two versions under the same load), `sdk` (the official client's raw
  * streaming iterator: events only, nothing assembled), `sdk-final` (the official client's stream

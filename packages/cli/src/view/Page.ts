@@ -177,10 +177,11 @@ const renderSubAgent = (view: SubAgentView): string => {
     `<div class="error-text" data-testid="subagent-violations">${
       view.violations.map((v) => escapeHtml(v.message)).join("<br>")
     }</div>`
+  const reasonBadge = badge(view.reason, reasonClass(view.reason))
   return `<div class="subagent" data-testid="subagent" data-agent="${
     escapeHtml(view.agent)
   }" data-reason="${view.reason}">
-  <div class="subagent-head">↳ sub-agent <b>${escapeHtml(view.agent)}</b>${badge(view.reason, reasonClass(view.reason))}
+  <div class="subagent-head">↳ sub-agent <b>${escapeHtml(view.agent)}</b>${reasonBadge}
     <span class="muted">${view.steps} step(s)</span><span class="spacer"></span>
     <span class="tokens">${escapeHtml(tokens)}</span></div>
   <div class="subagent-task">${escapeHtml(clip(view.task, 600))}</div>
@@ -366,7 +367,8 @@ export const renderPage = (timeline: Timeline, source: { readonly file: string; 
   const calls = [...byStatus].map(([status, n]) => `${n} ${status}`).join(" · ")
   const problems = timeline.problems.length === 0 ?
     "" :
-    `<section class="problems" data-testid="problems"><h2>${timeline.problems.length} line(s) could not be read</h2><ul>${
+    `<section class="problems" data-testid="problems">` +
+    `<h2>${timeline.problems.length} line(s) could not be read</h2><ul>${
       timeline.problems.slice(0, 50).map((p) => `<li>line ${p.line}: ${escapeHtml(p.problem)}</li>`).join("")
     }</ul></section>`
   const meta = [
@@ -445,7 +447,8 @@ const STYLE = `
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--ink);
   font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-code, pre, .args, .tokens, .dur { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace; }
+code, pre, .args, .tokens, .dur {
+  font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f3f4f6; border-radius: 6px; padding: 8px 10px;
   margin: 6px 0 0; font-size: 12px; max-height: 320px; overflow: auto; }
 header.top { display: flex; gap: 24px; align-items: center; padding: 14px 28px; background: #141a24; color: #e8ecf2; }
@@ -461,31 +464,39 @@ main { max-width: 1280px; margin: 0 auto; padding: 20px 28px 40px; }
 .cards { display: grid; grid-template-columns: repeat(6, 1fr); gap: 12px; margin-bottom: 16px; }
 .card { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; padding: 10px 14px; }
 .card-label { color: var(--muted); font-size: 11.5px; text-transform: uppercase; letter-spacing: .6px; }
-.card-value { font-size: 18px; font-weight: 600; margin-top: 2px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.card-value { font-size: 18px; font-weight: 600; margin-top: 2px; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
 .card-sub { color: var(--muted); font-size: 12px; }
-.invariants { background: var(--panel); border: 1px solid var(--line); border-left: 4px solid var(--good); border-radius: 10px;
+.invariants { background: var(--panel); border: 1px solid var(--line); border-left: 4px solid var(--good);
+  border-radius: 10px;
   padding: 10px 16px; margin-bottom: 16px; }
 .invariants.failed { border-left-color: var(--bad); }
 .invariants h2 { font-size: 14px; margin: 0 0 4px; color: var(--good); }
 .invariants.failed h2 { color: var(--bad); }
-.invariants > ul { list-style: none; margin: 0; padding: 0; display: grid; grid-template-columns: 1fr 1fr; gap: 2px 24px; }
+.invariants > ul { list-style: none; margin: 0; padding: 0; display: grid; grid-template-columns: 1fr 1fr;
+  gap: 2px 24px; }
 .check { font-size: 13px; }
 .check .icon { display: inline-block; width: 18px; font-weight: 700; }
 .check.ok .icon { color: var(--good); } .check.failed .icon { color: var(--bad); }
 .check ul { margin: 2px 0 6px 18px; padding-left: 14px; font-size: 12px; }
 .check li.bad { color: var(--bad); } .check li.note { color: var(--warn); }
-.problems { background: var(--warn-bg); border-radius: 10px; padding: 8px 16px; margin-bottom: 16px; color: var(--warn); }
+.problems { background: var(--warn-bg); border-radius: 10px; padding: 8px 16px; margin-bottom: 16px;
+  color: var(--warn); }
 .problems h2 { font-size: 14px; margin: 0; }
 details.system { margin-bottom: 16px; color: var(--muted); }
 details.system summary { cursor: pointer; }
-.run { background: var(--panel); border: 1px solid var(--line); border-radius: 12px; margin-bottom: 18px; overflow: hidden; }
-.run-head { display: flex; align-items: center; gap: 10px; padding: 12px 16px; border-bottom: 1px solid var(--line); background: #fbfbfc; }
+.run { background: var(--panel); border: 1px solid var(--line); border-radius: 12px; margin-bottom: 18px;
+  overflow: hidden; }
+.run-head { display: flex; align-items: center; gap: 10px; padding: 12px 16px; border-bottom: 1px solid var(--line);
+  background: #fbfbfc; }
 .run-title { font-weight: 700; font-size: 15px; white-space: nowrap; }
-.prompt { color: var(--ink); font-style: italic; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; min-width: 0; }
+.prompt { color: var(--ink); font-style: italic; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+  min-width: 0; }
 .prompt::before { content: "“"; } .prompt::after { content: "”"; }
 .spacer { flex: 1; }
 .meta { color: var(--muted); font-size: 12.5px; white-space: nowrap; }
-.badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 11.5px; font-weight: 600; white-space: nowrap; }
+.badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 11.5px; font-weight: 600;
+  white-space: nowrap; }
 .badge.good { color: var(--good); background: var(--good-bg); }
 .badge.bad { color: var(--bad); background: var(--bad-bg); }
 .badge.warn { color: var(--warn); background: var(--warn-bg); }
@@ -501,7 +512,8 @@ details.system summary { cursor: pointer; }
 .tokens { font-size: 12px; color: #3d4756; background: #f1f3f6; padding: 1px 8px; border-radius: 6px; }
 .tokens.none { color: var(--muted); background: none; }
 .dur { font-size: 12px; color: var(--muted); min-width: 56px; text-align: right; }
-.turn-text { margin: 6px 0 2px; color: #3d4756; font-size: 13px; white-space: pre-wrap; max-height: 4.4em; overflow: hidden; }
+.turn-text { margin: 6px 0 2px; color: #3d4756; font-size: 13px; white-space: pre-wrap; max-height: 4.4em;
+  overflow: hidden; }
 .error-text { margin: 6px 0 2px; color: var(--bad); font-size: 13px; }
 .lanes { margin-top: 8px; display: flex; flex-direction: column; gap: 3px; }
 .lane summary, .lane .row { display: grid; grid-template-columns: minmax(140px, 24%) 1fr minmax(100px, 22%);
@@ -513,11 +525,13 @@ details.system summary { cursor: pointer; }
 .lane-label { display: flex; gap: 6px; align-items: baseline; min-width: 0; white-space: nowrap; }
 .lane-label .icon { width: 14px; text-align: center; font-weight: 700; }
 .lane-label .args { color: var(--muted); font-size: 12px; overflow: hidden; text-overflow: ellipsis; }
-.track { position: relative; height: 16px; background: repeating-linear-gradient(90deg, #f0f2f5 0 1px, transparent 1px 10%);
+.track { position: relative; height: 16px;
+  background: repeating-linear-gradient(90deg, #f0f2f5 0 1px, transparent 1px 10%);
   border-radius: 4px; background-color: #fafbfc; }
 .bar { position: absolute; top: 2px; bottom: 2px; border-radius: 4px; min-width: 3px; }
 .lane-model { background: var(--model); opacity: .55; }
-.lane-ok { background: var(--good); } .lane-error { background: var(--bad); } .lane-timedOut { background: var(--warn); }
+.lane-ok { background: var(--good); } .lane-error { background: var(--bad); }
+.lane-timedOut { background: var(--warn); }
 .lane-interrupted { background: var(--abort); }
 .lane-running, .lane-unanswered { background: repeating-linear-gradient(45deg, var(--warn) 0 6px, #f5c25c 6px 12px); }
 .lane-denied, .lane-skipped { background: #c5cad3; }
@@ -528,8 +542,10 @@ details.system summary { cursor: pointer; }
 .status-denied .icon, .status-skipped .icon { color: var(--muted); } .status-interrupted .icon { color: var(--abort); }
 .status-timedOut .icon, .status-unanswered .icon, .status-running .icon { color: var(--warn); }
 .model-lane .icon { color: var(--model); }
-.approval { font-size: 11.5px; padding: 1px 8px; border-radius: 999px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.approval.good { color: var(--good); background: var(--good-bg); } .approval.bad { color: var(--bad); background: var(--bad-bg); }
+.approval { font-size: 11.5px; padding: 1px 8px; border-radius: 999px; white-space: nowrap; overflow: hidden;
+  text-overflow: ellipsis; }
+.approval.good { color: var(--good); background: var(--good-bg); }
+.approval.bad { color: var(--bad); background: var(--bad-bg); }
 .lane-detail { margin: 2px 6px 8px 26px; font-size: 12px; }
 .subagent { margin: 4px 0 8px 26px; padding: 6px 8px; border-left: 3px solid var(--model); background: #f8f9fc; }
 .subagent-head { display: flex; gap: 8px; align-items: baseline; font-size: 13px; }
@@ -537,7 +553,8 @@ details.system summary { cursor: pointer; }
 .subagent .turn { margin-top: 6px; }
 .subagent-head .muted { color: var(--muted); }
 .lane-detail .kv span { color: var(--muted); margin-right: 4px; }
-.marker { margin: 12px 16px; padding: 6px 12px; border: 1px dashed var(--info); color: var(--info); border-radius: 8px; font-size: 12.5px; }
+.marker { margin: 12px 16px; padding: 6px 12px; border: 1px dashed var(--info); color: var(--info);
+  border-radius: 8px; font-size: 12.5px; }
 .marker details summary { cursor: pointer; }
 .empty { color: var(--muted); }
 footer { color: var(--muted); font-size: 12px; text-align: center; padding: 0 0 24px; }

@@ -234,7 +234,8 @@ export const loadTimeline = (file: string, workspace?: string): Effect.Effect<Ti
 const SECURITY_HEADERS = {
   // Nothing may load from anywhere: the page is one document with inline style and its one script.
   "content-security-policy":
-    `default-src 'none'; style-src 'unsafe-inline'; script-src ${pageScriptSource}; connect-src 'self'; img-src data:; ` +
+    `default-src 'none'; style-src 'unsafe-inline'; script-src ${pageScriptSource}; connect-src 'self'; img-src ` +
+    `data:; ` +
     "base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",

@@ -202,7 +202,10 @@ export const runBatch = (
         noReplay
     )
 
-  /** Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s callback). */
+  /**
+   * Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s
+   * callback).
+   */
   const oneNow = (index: number): Effect.Effect<unknown> => callStep(index, calls[index]!, runs)
   const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
 

@@ -82,7 +82,8 @@ export const deriveJsonSchema = (what: string, schema: Schema.Top): JsonSchemaOb
   )
   if (Object.keys(document.definitions).length > 0) {
     throw new Error(
-      `agentloop: ${what}: a recursive schema cannot be described without $ref; model providers need a self-contained JSON Schema`
+      `agentloop: ${what}: a recursive schema cannot be described without $ref; model providers need a ` +
+        `self-contained JSON Schema`
     )
   }
   let json = normalizeJsonSchema(document.schema) as JsonSchemaObject

@@ -19,6 +19,8 @@ export const registerRun = (runId: string, controller: AbortController): () => v
 /** Fires the abort of run `runId` if it runs in this process (synchronously). */
 export const abortLocally = (runId: string): void => {
   const set = running.get(runId)
-  if (set !== undefined) { for (const controller of Array.from(set)) controller.abort() // a copy: an abort may leave the set
-   }
+  if (set !== undefined) {
+    // a copy: an abort may leave the set
+    for (const controller of Array.from(set)) controller.abort()
+  }
 }

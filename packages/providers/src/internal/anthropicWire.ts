@@ -129,7 +129,10 @@ export const toAnthropicMessages = (
   return out
 }
 
-/** How many of the latest user turns get a cache breakpoint (with the system prompt and the tools: 4, the API's maximum). */
+/**
+ * How many of the latest user turns get a cache breakpoint (with the system prompt and the tools: 4, the API's
+ * maximum).
+ */
 const CACHED_TURNS = 2
 
 /**

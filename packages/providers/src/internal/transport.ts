@@ -182,8 +182,11 @@ const innermostReason = (u: unknown): string | undefined => {
   return reason
 }
 
-const contextLengthText =
-  /context[_ ]length|context window|maximum context|context size|prompt is too long|too many (input )?tokens|input is too long|reduce the length/i
+const contextLengthText = new RegExp(
+  /context[_ ]length|context window|maximum context|context size|prompt is too long/.source +
+    /|too many (input )?tokens|input is too long|reduce the length/.source,
+  "i"
+)
 const contentFilterText = /content[_ ]filter|content[_ ]policy|content management policy|safety system/i
 
 /** What an HTTP error status (and the provider's text) says about the failure. */
