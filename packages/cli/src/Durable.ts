@@ -10,7 +10,8 @@
  *
  * @since 0.1.0
  */
-import type { Message, TranscriptRecord } from "@agentloop/core"
+import { decodeSessionRecord, sessionRecordsOf } from "@agentloop/core"
+import type { Message, SessionRecord, TranscriptRecord } from "@agentloop/core"
 import {
   abortRun,
   approve,
@@ -196,15 +197,17 @@ export interface RecordedRun {
   readonly pending: ReadonlyArray<{ readonly callId: string; readonly name: string; readonly askedAt: number }>
 }
 
-const atOf = (r: TranscriptRecord): number => (typeof r["at"] === "number" ? r["at"] : 0)
-
 /**
- * The durable runs of a session, from its records (oldest first).
+ * The durable runs of a session, from its records (oldest first), as core's session record schema
+ * decodes them (a record that does not decode is left out).
  *
  * @since 0.1.0
  * @category runs
  */
-export const recordedRuns = (records: ReadonlyArray<TranscriptRecord>): Array<RecordedRun> => {
+export const recordedRuns = (records: ReadonlyArray<TranscriptRecord>): Array<RecordedRun> =>
+  runsOf(sessionRecordsOf(records))
+
+const runsOf = (records: ReadonlyArray<SessionRecord>): Array<RecordedRun> => {
   const runs: Array<{
     runId: string
     prompt: string
@@ -215,35 +218,20 @@ export const recordedRuns = (records: ReadonlyArray<TranscriptRecord>): Array<Re
   let current: (typeof runs)[number] | undefined
   for (const r of records) {
     if (r.type === "run_start") {
-      current = typeof r["runId"] === "string" ?
-        {
-          runId: r["runId"],
-          prompt: typeof r["prompt"] === "string" ? r["prompt"] : "",
-          startedAt: atOf(r),
-          end: undefined,
-          pending: new Map()
-        } :
-        undefined
+      current = r.runId === undefined ?
+        undefined :
+        { runId: r.runId, prompt: r.prompt ?? "", startedAt: r.at, end: undefined, pending: new Map() }
       if (current !== undefined) runs.push(current)
       continue
     }
     if (current === undefined) continue
     if (r.type === "run_end") {
-      current.end = {
-        reason: typeof r["reason"] === "string" ? r["reason"] : "?",
-        steps: typeof r["steps"] === "number" ? r["steps"] : 0
-      }
+      current.end = { reason: r.reason, steps: r.steps ?? 0 }
       current.pending.clear()
-    } else if (r.type === "approval_request" && typeof r["toolCallId"] === "string") {
-      current.pending.set(r["toolCallId"], {
-        callId: r["toolCallId"],
-        name: typeof r["name"] === "string" ? r["name"] : "?",
-        askedAt: atOf(r)
-      })
-    } else if (
-      (r.type === "approval" || r.type === "tool_start" || r.type === "tool_end") && typeof r["toolCallId"] === "string"
-    ) {
-      current.pending.delete(r["toolCallId"])
+    } else if (r.type === "approval_request") {
+      current.pending.set(r.toolCallId, { callId: r.toolCallId, name: r.name, askedAt: r.at })
+    } else if (r.type === "approval" || r.type === "tool_start" || r.type === "tool_end") {
+      current.pending.delete(r.toolCallId)
     }
   }
   return runs.map((r) => ({ ...r, pending: [...r.pending.values()] }))
@@ -257,10 +245,11 @@ export const recordedRuns = (records: ReadonlyArray<TranscriptRecord>): Array<Re
  * @category runs
  */
 export const unfinishedRun = (records: ReadonlyArray<TranscriptRecord>): RecordedRun | undefined => {
-  let last: TranscriptRecord | undefined
-  for (const r of records) if (r.type === "run_start") last = r
-  if (last === undefined || typeof last["runId"] !== "string") return undefined
-  const run = recordedRuns(records).find((r) => r.runId === last["runId"])
+  const decoded = sessionRecordsOf(records)
+  let lastRunId: string | undefined
+  for (const r of decoded) if (r.type === "run_start") lastRunId = r.runId
+  if (lastRunId === undefined) return undefined
+  const run = runsOf(decoded).find((r) => r.runId === lastRunId)
   return run !== undefined && run.end === undefined ? run : undefined
 }
 
@@ -294,10 +283,16 @@ export const splitAtRun = (
       return undefined
     }
   })
-  const start = parsed.findIndex((v) => v?.["type"] === "run_start" && v["runId"] === runId)
+  const start = parsed.findIndex((v) => {
+    const decoded = v === undefined || typeof v["type"] !== "string"
+      ? undefined
+      : decodeSessionRecord(v as TranscriptRecord)
+    return decoded?.ok === true && decoded.record.type === "run_start" && decoded.record.runId === runId
+  })
   if (start < 0) return undefined
   let prompt = start + 1
-  while (prompt < lines.length && parsed[prompt]?.["role"] === undefined) prompt++
+  // the run's records come first, then its prompt: the first line that is a message
+  while (prompt < lines.length && !(parsed[prompt] !== undefined && "role" in parsed[prompt]!)) prompt++
   if (prompt >= lines.length) return { before: lines, after: [] }
   return { before: lines.slice(0, prompt + 1), after: lines.slice(prompt + 1) }
 }
@@ -324,14 +319,14 @@ export const sameMessages = (lines: ReadonlyArray<string>, expected: ReadonlyArr
 }
 
 /** The key of a record that a call or turn run again after a restart writes again (the last one counts). */
-const repeatKey = (record: Record<string, unknown>): string | undefined => {
-  switch (record["type"]) {
+const repeatKey = (record: SessionRecord | undefined): string | undefined => {
+  switch (record?.type) {
     case "turn_start":
-      return `turn|${String(record["step"])}`
+      return `turn|${record.step}`
     case "tool_start":
     case "tool_end":
     case "approval_request":
-      return `${String(record["type"])}|${String(record["toolCallId"])}`
+      return `${record.type}|${record.toolCallId}`
     default:
       return undefined
   }
@@ -347,10 +342,14 @@ const repeatKey = (record: Record<string, unknown>): string | undefined => {
  * @category sessions
  */
 export const rebuildRun = (after: ReadonlyArray<string>, messages: ReadonlyArray<Message>): Array<string> => {
+  // the run's records (a line that is a message is left out: the journal's messages replace them),
+  // decoded by core's schema; a record it does not know is kept as it is, with no key
   const parsed = after.flatMap((line) => {
     try {
       const value: unknown = JSON.parse(line)
-      return isObject(value) && !("role" in value) ? [{ line, record: value }] : []
+      if (!isObject(value) || "role" in value || typeof value["type"] !== "string") return []
+      const decoded = decodeSessionRecord(value as TranscriptRecord)
+      return [{ line, record: decoded?.ok === true ? decoded.record : undefined }]
     } catch {
       return []
     }
@@ -367,7 +366,7 @@ export const rebuildRun = (after: ReadonlyArray<string>, messages: ReadonlyArray
   const out: Array<string> = []
   let next = 0
   /** Writes the records up to and including the first one from `next` that `test` accepts (none if no record does). */
-  const flushThrough = (test: (record: Record<string, unknown>) => boolean) => {
+  const flushThrough = (test: (record: SessionRecord | undefined) => boolean) => {
     const at = records.findIndex((r, i) => i >= next && test(r.record))
     if (at < 0) return
     for (; next <= at; next++) out.push(records[next]!.line)
@@ -377,10 +376,10 @@ export const rebuildRun = (after: ReadonlyArray<string>, messages: ReadonlyArray
     if (message.role === "assistant") {
       step++
       const s = step
-      flushThrough((r) => r["type"] === "turn_start" && r["step"] === s)
+      flushThrough((r) => r?.type === "turn_start" && r.step === s)
     } else if (message.role === "toolResult") {
       const id = message.toolCallId
-      flushThrough((r) => r["type"] === "tool_end" && r["toolCallId"] === id)
+      flushThrough((r) => r?.type === "tool_end" && r.toolCallId === id)
     }
     out.push(JSON.stringify(message))
   }

@@ -205,7 +205,10 @@ describe("no control sequences from untrusted text", () => {
           assert.notMatch(r.state, ESC)
           assert.notMatch(r.prompt, ESC)
         }
-        assert.strictEqual(runs[0]!.state, "ended stop after 1 step(s)")
+        // a reason is a RunReason (core's SessionRecord): the run_end with escapes in it is no record,
+        // so the run shows as not ended, and nothing of it reaches the output
+        assert.match(runs[0]!.state, /^unknown: no durable runs database/)
+        assert.strictEqual(runs[1]!.state, "ended stop after 1 step(s)")
         assert.strictEqual(runs[1]!.prompt, "clear screen")
       })
   )
