@@ -7,7 +7,7 @@
  * approvals through `RunJournal.approval`.
  *
  * - The in-memory journal (the default) just runs each step: `step` returns the step's effect
- *   itself, at no cost.
+ *   itself, at no cost (and the loop runs its model turns inline, see `memoryJournal`).
  * - A durable journal (`@agentloop/durable`) records each step's value and answers a step that was
  *   recorded before from the record, without running it. The step then calls `replayed` with the
  *   value, so the run's state becomes what running it made it. Every event of a step is emitted
@@ -72,14 +72,16 @@ export interface RunJournalShape {
   readonly replays: boolean
   /**
    * Runs one step (or answers it from its record, and then calls `replayed` with its value).
-   * `schema` describes the value, for journals that store it.
+   * `schema` describes the value, for journals that store it. `run` builds the step's effect: call
+   * it only where that effect runs next (building it may already deliver the step's events to a
+   * synchronous sink), and never for a step answered from its record.
    */
   readonly step: <S extends Schema.Top>(
     kind: StepKind,
     step: number,
     index: number | undefined,
     schema: S,
-    run: Effect.Effect<S["Type"]>,
+    run: () => Effect.Effect<S["Type"]>,
     replayed: (value: S["Type"]) => Effect.Effect<void>
   ) => Effect.Effect<S["Type"]>
   /**
@@ -137,12 +139,17 @@ const answered = (answer: ApprovalAnswer): ApprovalOutcome => ({ _tag: "Answered
  * The in-memory journal: every step just runs; an approval is a `Deferred` in the
  * `approval_request` event, answered by whoever holds the event.
  *
+ * The loop knows this journal by identity and runs its model turns inline, in the run's own
+ * generator, instead of through `step` (the one speed shortcut of the seam: a turn costs no effect
+ * of its own). A copy of it (`{ ...memoryJournal }`) takes the plain path through `step`;
+ * FastPaths.test.ts runs generated plans both ways and compares them.
+ *
  * @since 0.1.0
  * @category constructors
  */
 export const memoryJournal: RunJournalShape = {
   replays: false,
-  step: (_kind, _step, _index, _schema, run) => run,
+  step: (_kind, _step, _index, _schema, run) => run(),
   approval: (_step, _index, call, emit, timeout) => {
     const answer = Deferred.makeUnsafe<ApprovalAnswer>()
     const awaited = timeout === undefined ? Deferred.await(answer) : Effect.flatMap(

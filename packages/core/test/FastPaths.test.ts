@@ -5,11 +5,29 @@
  * transcript copies its messages when they are first read, and they are still the transcript as it
  * was when the request was made; the callback sink, called directly, still sees every event once,
  * in order, and a callback that throws does not break the run; without a tracing backend a run
- * makes no span.
+ * makes no span; the in-memory journal's turns, run inline in the loop's generator, give the same
+ * runs as the plain path through `RunJournal.step`.
  */
-import { callbackSinkLayer, defineTool, Model, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import {
+  callbackSinkLayer,
+  defineTool,
+  memoryJournal,
+  Model,
+  runAgentLoop,
+  RunJournal,
+  toolExecutorLayer
+} from "@agentloop/core"
 import type { LoopEvent, Message, ModelRequest, ToolContext } from "@agentloop/core"
-import { checkInvariants, startScripted, toolCall, turn, user } from "@agentloop/testkit"
+import {
+  checkInvariants,
+  faultSeed,
+  generateFaultPlan,
+  runFaultPlan,
+  startScripted,
+  toolCall,
+  turn,
+  user
+} from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Context, Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
@@ -289,5 +307,32 @@ describe("without a tracing backend", () => {
         assert.strictEqual(result.reason, "stop")
         assert.deepStrictEqual(seen, ["caller", "caller"])
       })
+  )
+})
+
+describe("the in-memory journal's inline turns", () => {
+  // the plain path: a journal equal to the in-memory one but not it, so each turn goes through `step`
+  const plain = { ...memoryJournal }
+  const runs = 1_000
+
+  it.effect(
+    `give the same runs as the plain path through RunJournal.step, over ${runs} generated fault plans`,
+    () =>
+      Effect.gen(function*() {
+        const mismatches: Array<string> = []
+        let violations = 0
+        for (let i = 0; i < runs; i++) {
+          const plan = generateFaultPlan(faultSeed(0x1a11e, i), { output: true, subAgents: true })
+          const inline = yield* runFaultPlan(plan)
+          const stepped = yield* Effect.provideService(runFaultPlan(plan), RunJournal, plain)
+          violations += inline.violations.length + stepped.violations.length
+          const a = JSON.stringify({ result: inline.result, exercised: inline.exercised })
+          const b = JSON.stringify({ result: stepped.result, exercised: stepped.exercised })
+          if (a !== b && mismatches.length < 3) mismatches.push(`plan ${plan.seed}:\n  inline  ${a}\n  stepped ${b}`)
+        }
+        assert.deepStrictEqual(mismatches, [])
+        assert.strictEqual(violations, 0)
+      }),
+    { timeout: 300_000 }
   )
 })

@@ -220,7 +220,7 @@ const makeJournal = (
         name: stepName(kind, step, index),
         success: schema as unknown as Schema.Codec<unknown, unknown>,
         execute: inStep(
-          Effect.tap(run, () =>
+          Effect.tap(Effect.suspend(run), () =>
             Effect.sync(() => {
               ran = true
             })),

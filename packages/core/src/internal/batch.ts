@@ -115,9 +115,7 @@ export const runBatch = (
       step,
       index,
       PolicyRecord,
-      Effect.suspend(() =>
-        signal?.aborted ? Effect.succeed(abortedFirst) : decidePolicy(policy!, call, definitions.get(call.name))
-      ),
+      () => signal?.aborted ? Effect.succeed(abortedFirst) : decidePolicy(policy!, call, definitions.get(call.name)),
       noReplay
     )
 
@@ -167,14 +165,14 @@ export const runBatch = (
     return settings.traced ? traceCall(call, ran) : ran
   }
 
-  /** The step of call `index`, once its verdict is known. */
+  /** The step of call `index`, once its verdict is known (call it where the effect runs next). */
   const callStep = (index: number, call: ToolCall, verdict: Verdict): Effect.Effect<unknown> =>
     journal.step(
       "call",
       step,
       index,
       CallRecord,
-      Effect.suspend((): Effect.Effect<ToolResultMessage> => {
+      (): Effect.Effect<ToolResultMessage> => {
         if (!verdict.run) return finish(index, verdict.result)
         const claim = journal.claim
         if (claim === undefined) {
@@ -190,7 +188,7 @@ export const runBatch = (
           if (claimed.again && claimed.atMostOnce) return finish(index, interruptedResult(call))
           return Effect.flatMap(execute(index, call, claimed.idempotencyKey), (result) => finish(index, result))
         })
-      }),
+      },
       // (only a journal that replays calls it: in memory no closure is made)
       replays ?
         (result) => {

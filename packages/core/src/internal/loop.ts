@@ -423,7 +423,7 @@ const drive = (
 
     // -- the steps --------------------------------------------------------------------------
     /** The safe boundary before a request, then the turn: `turn/<n>`. */
-    const turnStep: Effect.Effect<TurnRecord> = Effect.gen(function*() {
+    const turnBody = function*(): Generator<Effect.Effect<unknown>, TurnRecord> {
       if (signal?.aborted) {
         return { _tag: "Ended", steering: noMessages, requested: false, ending: { reason: "aborted" } }
       }
@@ -488,7 +488,10 @@ const drive = (
         }))
       }
       return { _tag: "Message", steering, message }
-    })
+    }
+    const turnStep = () => Effect.gen(turnBody)
+    // the in-memory journal's turns run inline, in this generator (see `memoryJournal`)
+    const inline = journal === memoryJournal
 
     /** What was pushed while the run would stop: it goes on with it (`More`), or with nothing (`None`). */
     const takeMore = Effect.gen(function*() {
@@ -512,26 +515,30 @@ const drive = (
     })
 
     /** The boundary of a turn that ended `stop`: `stop/<n>`. */
-    const stopStep: Effect.Effect<BoundaryRecord> = Effect.gen(function*() {
-      // steering that came too late for this turn, then follow-ups, restart the run
-      const more = yield* takeMore
-      if (more !== undefined) return more
-      if (answers === undefined) return { _tag: "None" }
-      // a run with an output schema ends only with an accepted answer: ask for it, a bounded number of times
-      const repair = repairAfterText(answers)
-      if (repair === undefined) return { _tag: "Over" }
-      yield* appendUserMessages(emit, [repair], "repair", () => state.transcript.push(trust(repair)))
-      return { _tag: "Repair", message: repair }
-    })
+    const stopStep = (): Effect.Effect<BoundaryRecord> =>
+      Effect.gen(function*() {
+        // steering that came too late for this turn, then follow-ups, restart the run
+        const more = yield* takeMore
+        if (more !== undefined) return more
+        if (answers === undefined) return { _tag: "None" }
+        // a run with an output schema ends only with an accepted answer: ask for it, a bounded number of times
+        const repair = repairAfterText(answers)
+        if (repair === undefined) return { _tag: "Over" }
+        yield* appendUserMessages(emit, [repair], "repair", () => state.transcript.push(trust(repair)))
+        return { _tag: "Repair", message: repair }
+      })
 
     /** The boundary after an accepted final answer: `answer/<n>`. */
-    const answerStep: Effect.Effect<BoundaryRecord> = Effect.gen(function*() {
-      if (signal?.aborted) return { _tag: "Aborted" }
-      return (yield* takeMore) ?? { _tag: "None" }
-    })
+    const answerStep = (): Effect.Effect<BoundaryRecord> =>
+      Effect.gen(function*() {
+        if (signal?.aborted) return { _tag: "Aborted" }
+        return (yield* takeMore) ?? { _tag: "None" }
+      })
 
     while (true) {
-      const record = yield* journal.step("turn", state.steps + 1, undefined, TurnRecord, turnStep, replayTurn)
+      const record = inline
+        ? yield* turnBody()
+        : yield* journal.step("turn", state.steps + 1, undefined, TurnRecord, turnStep, replayTurn)
       if (record._tag === "Ended") return record.ending
       if (decision._tag === "Finish") {
         if (decision.reason === "stop") {
@@ -725,41 +732,42 @@ const runTraced = (
       if (journal.replays && Exit.isFailure(exit) && Cause.hasInterrupts(exit.cause)) {
         return yield* Effect.failCause(exit.cause)
       }
-      const end = Effect.gen(function*() {
-        yield* closeTranscript(state, emit)
-        const outcome: Outcome = Exit.isSuccess(exit) ?
-          (exit.value.reason === "aborted" && deadline?.timedOut === true ?
-            { reason: "aborted", error: `run timed out after ${Duration.format(deadline.limit)}` } :
-            exit.value) :
-          Cause.hasInterruptsOnly(exit.cause) ?
-          { reason: "aborted" } :
-          { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
-        const error = outcome.error === undefined ? {} : { error: outcome.error }
-        const result: AgentRunResult = {
-          // an exact-size copy: the transcript array has spare capacity from appending, which a
-          // caller holding the result (a long session) would keep for as long as it keeps it
-          messages: state.transcript.slice(),
-          steps: state.steps,
-          reason: outcome.reason,
-          ...error,
-          ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
-          ...(state.usage === undefined ? {} : { usage: state.usage }),
-          // (recorded in its JSON form, the model's: what a journal can store; decoded below)
-          ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.answer })
-        }
-        if (traced) {
-          yield* Effect.annotateCurrentSpan({
-            "agentloop.reason": outcome.reason,
-            "agentloop.steps": state.steps,
-            ...(state.usage === undefined ? {} : {
-              "agentloop.usage.input": state.usage.input,
-              "agentloop.usage.output": state.usage.output
+      const end = () =>
+        Effect.gen(function*() {
+          yield* closeTranscript(state, emit)
+          const outcome: Outcome = Exit.isSuccess(exit) ?
+            (exit.value.reason === "aborted" && deadline?.timedOut === true ?
+              { reason: "aborted", error: `run timed out after ${Duration.format(deadline.limit)}` } :
+              exit.value) :
+            Cause.hasInterruptsOnly(exit.cause) ?
+            { reason: "aborted" } :
+            { reason: "error", error: `agentloop internal error: ${describeCause(exit.cause)}` }
+          const error = outcome.error === undefined ? {} : { error: outcome.error }
+          const result: AgentRunResult = {
+            // an exact-size copy: the transcript array has spare capacity from appending, which a
+            // caller holding the result (a long session) would keep for as long as it keeps it
+            messages: state.transcript.slice(),
+            steps: state.steps,
+            reason: outcome.reason,
+            ...error,
+            ...(outcome.errorReason === undefined ? {} : { errorReason: outcome.errorReason }),
+            ...(state.usage === undefined ? {} : { usage: state.usage }),
+            // (recorded in its JSON form, the model's: what a journal can store; decoded below)
+            ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.answer })
+          }
+          if (traced) {
+            yield* Effect.annotateCurrentSpan({
+              "agentloop.reason": outcome.reason,
+              "agentloop.steps": state.steps,
+              ...(state.usage === undefined ? {} : {
+                "agentloop.usage.input": state.usage.input,
+                "agentloop.usage.output": state.usage.output
+              })
             })
-          })
-        }
-        yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
-        return result
-      })
+          }
+          yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
+          return result
+        })
       const recorded = yield* journal.step("end", state.steps, undefined, AgentRunResult, end, noReplay)
       // the accepted answer decoded (a replayed run decoded it again as its steps replayed)
       const result = state.output === undefined || recorded.reason !== "stop" ?
