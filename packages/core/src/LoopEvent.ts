@@ -13,8 +13,7 @@
  * - `user_message` announces a steering or follow-up message as it joins the transcript, and the
  *   loop's own request for a final answer (`kind: "repair"`, see Output.ts).
  * - The message of an `assistant_message`, `tool_end` or `user_message` event is the very object
- *   that joined the transcript, frozen as it joined (SPEC §5, "Messages the loop produced
- *   itself"): a sink reads it, and copies it to change it.
+ *   that joined the transcript: a sink reads it, and copies it to change it.
  *
  * @since 0.1.0
  */

@@ -141,10 +141,8 @@ export const AgentRunResult = Schema.Struct({
  * What a run gives back. `A` is the type of the final answer of a run with an `output` schema
  * (`unknown` when not known; `never` for a run without one).
  *
- * `messages` is a fresh array, yours to change; the messages the run appended in it are frozen
- * (SPEC §5, "Messages the loop produced itself": so a run resumed from them need not check them
- * again). Do not mutate them: copy one to change it (`{ ...message }`, `structuredClone`), and the
- * copy is checked like any message the loop did not produce.
+ * `messages` is a fresh array, yours to change; its messages are the very objects the run
+ * appended (and events carried). A run resumed from them checks each again, like any input.
  *
  * @since 0.1.0
  * @category models

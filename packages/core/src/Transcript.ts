@@ -15,7 +15,6 @@ import {
   isSoundTranscriptFast,
   isToolResultMessageFast
 } from "./internal/guards.ts"
-import { isTrusted } from "./internal/trusted.ts"
 import { AssistantMessage, Message, toolCallsOf, ToolResultMessage } from "./Message.ts"
 import type { ToolCall } from "./Message.ts"
 
@@ -158,7 +157,7 @@ export const prepareTranscript = (input: ReadonlyArray<unknown>): Checked<Array<
     return ok(input.slice() as Array<Message>)
   }
   for (let i = 0; i < input.length; i++) {
-    if (isTrusted(input[i]) || isMessageFast(input[i])) continue
+    if (isMessageFast(input[i])) continue
     const exit = decodeMessage(input[i])
     if (Exit.isFailure(exit)) return bad(`messages[${i}] is not a valid message: ${indent(issueText(exit))}`)
   }

@@ -18,7 +18,6 @@
  */
 import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
 import type { ToolDefinition } from "../Model.ts"
-import { isTrusted } from "./trusted.ts"
 
 /**
  * A non-null non-array object, read by known names.
@@ -258,15 +257,6 @@ export const isSoundTranscriptFast = (input: ReadonlyArray<unknown>): boolean =>
   try {
     const length = input.length
     let i = 0
-    // Messages this loop appended were checked then and are frozen (internal/trusted.ts): they
-    // need no guard. Looking costs about as much as guarding a small message, so it is done only
-    // where it pays: never for user messages (their guard is about one read), and only while the
-    // transcript looks like the loop's own. The first assistant message decides: trusted, the
-    // brand is looked for on every assistant message and result; not (a file, a history built by
-    // hand), every message is guarded as it always was. Either way each message is checked or
-    // trusted, so this decides only the cost.
-    let lookForTrust = true
-    let decided = false
     while (i < length) {
       const message = input[i++]
       if (typeof message !== "object" || message === null || Array.isArray(message)) return false
@@ -276,12 +266,7 @@ export const isSoundTranscriptFast = (input: ReadonlyArray<unknown>): boolean =>
         continue
       }
       if (role !== "assistant") return false
-      const trusted: boolean = lookForTrust && isTrusted(message)
-      if (!decided) {
-        decided = true
-        lookForTrust = trusted
-      }
-      if (!trusted && !isAssistantFields(message as Obj)) return false
+      if (!isAssistantFields(message as Obj)) return false
       const content = (message as AssistantMessage).content
       let calls = 0
       for (let p = 0; p < content.length; p++) {
@@ -297,7 +282,7 @@ export const isSoundTranscriptFast = (input: ReadonlyArray<unknown>): boolean =>
         if (
           typeof result !== "object" || result === null || Array.isArray(result) ||
           (result as Obj).role !== "toolResult" ||
-          (!(lookForTrust && isTrusted(result)) && !isToolResultFields(result as Obj)) ||
+          !isToolResultFields(result as Obj) ||
           (result as ToolResultMessage).toolCallId !== id || (result as ToolResultMessage).toolName !== part.name
         ) return false
       }

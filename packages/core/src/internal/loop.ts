@@ -45,7 +45,6 @@ import { makeAnswerState, nameTaken, overLimit, repairAfterText, replayAnswer, s
 import type { AnswerState } from "./output.ts"
 import { BoundaryRecord, TurnRecord } from "./records.ts"
 import type { Ending } from "./records.ts"
-import { trust } from "./trusted.ts"
 import { streamTurn } from "./turn.ts"
 import type { TurnEnding } from "./turn.ts"
 
@@ -80,7 +79,7 @@ const addUsage = (state: RunState, usage: Usage | undefined) => {
  */
 const appendResults = (state: RunState, results: ReadonlyArray<ToolResultMessage>) => {
   for (const result of results) {
-    state.transcript.push(trust(result))
+    state.transcript.push(result)
     if (result.details !== undefined) addUsage(state, subAgentUsageOf(result.details))
   }
   state.unanswered = []
@@ -381,12 +380,12 @@ const drive = (
 
     // -- the changes steps make (inside the step, or from its value when replayed) --------------
     const appendAssistant = (message: AssistantMessage, calls: ReadonlyArray<ToolCall>) => {
-      state.transcript.push(trust(message))
+      state.transcript.push(message)
       state.unanswered = calls
       addUsage(state, message.usage)
     }
     const takeSteering = (messages: ReadonlyArray<UserMessage>) => {
-      for (const message of messages) state.transcript.push(trust(message))
+      for (const message of messages) state.transcript.push(message)
       state.steeringTaken += messages.length
     }
     const replayTurn = (record: TurnRecord) =>
@@ -408,12 +407,12 @@ const drive = (
         switch (record._tag) {
           case "More":
             takeSteering(record.steering)
-            for (const message of record.followUps) state.transcript.push(trust(message))
+            for (const message of record.followUps) state.transcript.push(message)
             state.followUpsTaken += record.followUps.length
             return
           case "Repair":
             repairAfterText(answers!)
-            state.transcript.push(trust(record.message))
+            state.transcript.push(record.message)
             return
           case "Over":
             repairAfterText(answers!)
@@ -507,7 +506,7 @@ const drive = (
         followUps: followUps as ReadonlyArray<UserMessage>
       } satisfies BoundaryRecord
       yield* appendUserMessages(emit, more as ReadonlyArray<UserMessage>, "followUp", () => {
-        for (const message of more) state.transcript.push(trust(message as UserMessage))
+        for (const message of more) state.transcript.push(message as UserMessage)
         state.steeringTaken += steering.length
         state.followUpsTaken += followUps.length
       })
@@ -524,7 +523,7 @@ const drive = (
         // a run with an output schema ends only with an accepted answer: ask for it, a bounded number of times
         const repair = repairAfterText(answers)
         if (repair === undefined) return { _tag: "Over" }
-        yield* appendUserMessages(emit, [repair], "repair", () => state.transcript.push(trust(repair)))
+        yield* appendUserMessages(emit, [repair], "repair", () => state.transcript.push(repair))
         return { _tag: "Repair", message: repair }
       })
 
