@@ -7,7 +7,7 @@
 import { Effect, Option } from "effect"
 import { EventSink } from "./EventSink.ts"
 import type { Executor } from "./Executor.ts"
-import { checkInput, guardSink, runLoop } from "./internal/loop.ts"
+import { checkInput, guardSink, runLoop } from "./internal/engine/loop.ts"
 import type { Model } from "./Model.ts"
 import type { OutputInput } from "./Output.ts"
 import type { AgentLoopOptions, AgentRunResult, AnswerOf } from "./Run.ts"

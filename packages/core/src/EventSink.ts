@@ -10,8 +10,8 @@
  * @since 0.1.0
  */
 import { Context, Effect, Layer, PubSub, Queue } from "effect"
-import { sinkCallback } from "./internal/common.ts"
-import type { SinkCallback } from "./internal/common.ts"
+import { sinkCallback } from "./internal/rules/common.ts"
+import type { SinkCallback } from "./internal/rules/common.ts"
 import type { LoopEvent } from "./LoopEvent.ts"
 
 /**

@@ -12,8 +12,8 @@
  * @since 0.1.0
  */
 import { Effect, Schema } from "effect"
-import { makeArgumentsCheck, unsupportedSchema } from "./internal/jsonSchema.ts"
-import { deriveJsonSchema } from "./internal/schemaJson.ts"
+import { makeArgumentsCheck, unsupportedSchema } from "./internal/rules/jsonSchema.ts"
+import { deriveJsonSchema } from "./internal/rules/schemaJson.ts"
 import type { JsonSchemaObject, ToolDefinition } from "./Model.ts"
 
 /**

@@ -8,13 +8,13 @@
 import { Exit, Schema } from "effect"
 import { skipText } from "./Decision.ts"
 import type { SkipReason } from "./Decision.ts"
-import { describeCause } from "./internal/common.ts"
+import { describeCause } from "./internal/rules/common.ts"
 import {
   isAssistantMessageFast,
   isMessageFast,
   isSoundTranscriptFast,
   isToolResultMessageFast
-} from "./internal/guards.ts"
+} from "./internal/rules/guards.ts"
 import { AssistantMessage, Message, toolCallsOf, ToolResultMessage } from "./Message.ts"
 import type { ToolCall } from "./Message.ts"
 
@@ -53,7 +53,7 @@ export const errorResult = (call: ToolCall, text: string, details?: unknown): To
 export const skippedResult = (call: ToolCall, reason: SkipReason): ToolResultMessage =>
   errorResult(call, skipText(reason), { skipped: true, reason })
 
-// The boundary checks first try the fast structural guards (internal/guards.ts), which accept
+// The boundary checks first try the fast structural guards (internal/rules/guards.ts), which accept
 // exactly what these schemas accept; anything they reject is decoded with the schema, which
 // words the error.
 const decodeMessage = Schema.decodeUnknownExit(Message)

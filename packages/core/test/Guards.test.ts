@@ -1,5 +1,5 @@
 /**
- * The loop's fast structural guards (internal/guards.ts) stand in for the effect schemas on the
+ * The loop's fast structural guards (internal/rules/guards.ts) stand in for the effect schemas on the
  * hot path. The message schemas in Message.ts are the one definition of a message's shape; the
  * guards are a hand-written shortcut held to them here, generatively:
  *
@@ -23,7 +23,7 @@ import {
   isRunSettingsFast,
   isToolDefinitionsFast,
   isToolResultMessageFast
-} from "../src/internal/guards.ts"
+} from "../src/internal/rules/guards.ts"
 
 const id = fc.string({ minLength: 1, maxLength: 6 })
 const definition = fc.record(

@@ -8,8 +8,8 @@ import type { LoopEvent, ModelEvent, ModelRequest } from "@agentloop/core"
 import { assistant, user } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Stream } from "effect"
-import { streamTurn } from "../src/internal/turn.ts"
-import type { TurnOutcome } from "../src/internal/turn.ts"
+import { streamTurn } from "../src/internal/engine/turn.ts"
+import type { TurnOutcome } from "../src/internal/engine/turn.ts"
 
 const request: ModelRequest = { messages: [user("go")], tools: [] }
 

@@ -13,7 +13,7 @@ import type { Message, ToolResultMessage, UserMessage } from "@agentloop/core"
 import { echoTool, makeScriptedModel, probeTool, runScripted, toolCall, turn, user } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer, Queue, Schema } from "effect"
-import { MAX_SCHEMA_DEPTH } from "../src/internal/jsonSchema.ts"
+import { MAX_SCHEMA_DEPTH } from "../src/internal/rules/jsonSchema.ts"
 import { assertSound, results, roles, textOf } from "./helpers.ts"
 
 const Person = Schema.Struct({ name: Schema.String, age: Schema.Number })

@@ -16,8 +16,8 @@
  * throws while being read (a getter) is left to the schema. A change to a schema in Message.ts
  * that these do not follow fails those tests.
  */
-import type { AssistantMessage, Message, ToolResultMessage } from "../Message.ts"
-import type { ToolDefinition } from "../Model.ts"
+import type { AssistantMessage, Message, ToolResultMessage } from "../../Message.ts"
+import type { ToolDefinition } from "../../Model.ts"
 
 /**
  * A non-null non-array object, read by known names.

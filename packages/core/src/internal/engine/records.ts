@@ -3,9 +3,9 @@
  * The in-memory journal never looks at them.
  */
 import { Schema } from "effect"
-import { ModelErrorReason } from "../Errors.ts"
-import { RunReason } from "../LoopEvent.ts"
-import { AssistantMessage, ToolResultMessage, UserMessage } from "../Message.ts"
+import { ModelErrorReason } from "../../Errors.ts"
+import { RunReason } from "../../LoopEvent.ts"
+import { AssistantMessage, ToolResultMessage, UserMessage } from "../../Message.ts"
 
 /** How a run ends, as far as a step knows. */
 export const Ending = Schema.Struct({

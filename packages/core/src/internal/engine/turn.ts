@@ -4,13 +4,14 @@
  * journals each turn's step, see RunJournal.ts).
  */
 import { Cause, Channel, Effect, Exit, Pull, Scope } from "effect"
-import { ModelError } from "../Errors.ts"
-import type { ModelErrorReason } from "../Errors.ts"
-import type { LoopEvent, RunReason } from "../LoopEvent.ts"
-import type { AssistantMessage } from "../Message.ts"
-import type { Model, ModelEvent, ModelRequest } from "../Model.ts"
-import { checkAssistantMessage } from "../Transcript.ts"
-import { awaitAbort, describeCause } from "./common.ts"
+import { ModelError } from "../../Errors.ts"
+import type { ModelErrorReason } from "../../Errors.ts"
+import type { LoopEvent, RunReason } from "../../LoopEvent.ts"
+import type { AssistantMessage } from "../../Message.ts"
+import type { Model, ModelEvent, ModelRequest } from "../../Model.ts"
+import { checkAssistantMessage } from "../../Transcript.ts"
+import { describeCause } from "../rules/common.ts"
+import { awaitAbort } from "./common.ts"
 
 /**
  * How a model turn ended without a message to act on: aborted, or an error (a failed, dead or

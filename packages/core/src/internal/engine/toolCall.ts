@@ -5,12 +5,13 @@
  * through the one loop (see RunJournal.ts).
  */
 import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
-import type { ExecutorShape, ToolContext } from "../Executor.ts"
-import type { LoopEvent } from "../LoopEvent.ts"
-import type { ToolCall, ToolResultMessage } from "../Message.ts"
-import type { ToolDefinition } from "../Model.ts"
-import { checkToolResult, errorResult, skippedResult } from "../Transcript.ts"
-import { describeCause, RunningCalls } from "./common.ts"
+import type { ExecutorShape, ToolContext } from "../../Executor.ts"
+import type { LoopEvent } from "../../LoopEvent.ts"
+import type { ToolCall, ToolResultMessage } from "../../Message.ts"
+import type { ToolDefinition } from "../../Model.ts"
+import { checkToolResult, errorResult, skippedResult } from "../../Transcript.ts"
+import { describeCause } from "../rules/common.ts"
+import { RunningCalls } from "./common.ts"
 
 /**
  * Groups call indices into stages, run one after another: a run of non-exclusive calls (which

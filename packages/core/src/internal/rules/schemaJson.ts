@@ -4,7 +4,7 @@
  */
 import { SchemaAST, SchemaRepresentation } from "effect"
 import type { Schema } from "effect"
-import type { JsonSchemaObject } from "../Model.ts"
+import type { JsonSchemaObject } from "../../Model.ts"
 
 /** effect's JSON form of the non-finite numbers, which it puts beside `number` in an `anyOf`. */
 const isNonFiniteStrings = (node: unknown): boolean => {

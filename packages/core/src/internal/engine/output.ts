@@ -4,11 +4,11 @@
  * builds any of this; a run without one never reaches this module.
  */
 import { Effect, Exit } from "effect"
-import type { ExecutorShape, ToolContext } from "../Executor.ts"
-import type { ToolCall, ToolResultMessage, UserMessage } from "../Message.ts"
-import type { ToolDefinition } from "../Model.ts"
-import type { OutputSchema } from "../Output.ts"
-import { errorResult } from "../Transcript.ts"
+import type { ExecutorShape, ToolContext } from "../../Executor.ts"
+import type { ToolCall, ToolResultMessage, UserMessage } from "../../Message.ts"
+import type { ToolDefinition } from "../../Model.ts"
+import type { OutputSchema } from "../../Output.ts"
+import { errorResult } from "../../Transcript.ts"
 
 /** Why an answer was rejected (also `details.rejected` of its result). */
 type Rejection = "invalid" | "not-alone" | "no-answer"
