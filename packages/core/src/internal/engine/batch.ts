@@ -25,9 +25,10 @@ import type { ApprovalAnswer, ToolPolicy } from "../../Policy.ts"
 import type { RunJournalShape } from "../../RunJournal.ts"
 import { errorResult, skippedResult } from "../../Transcript.ts"
 import { describeCause } from "../rules/common.ts"
-import { abortRunningCalls, awaitAbort, changeAndEmit, RunningCalls } from "./common.ts"
-import type { Emit } from "./common.ts"
+import { awaitAbort } from "./common.ts"
 import { CallRecord, PolicyRecord } from "./records.ts"
+import { abortRunningCalls, changeAndEmit, RunningCalls } from "./shortcuts.ts"
+import type { Emit } from "./shortcuts.ts"
 import { batchStages, deniedResult, interruptedResult, runToolCall } from "./toolCall.ts"
 
 /** What a batch needs from its run. */

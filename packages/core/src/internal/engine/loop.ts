@@ -5,13 +5,11 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Context, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../../Decision.ts"
 import type { TurnDecision } from "../../Decision.ts"
-import type { EventSink } from "../../EventSink.ts"
 import { Executor } from "../../Executor.ts"
 import type { ExecutorShape } from "../../Executor.ts"
-import type { LoopEvent } from "../../LoopEvent.ts"
 import { Message, toolCallsOf, UserMessage as UserMessageSchema } from "../../Message.ts"
 import type { AssistantMessage, ToolCall, ToolResultMessage, Usage, UserMessage } from "../../Message.ts"
 import { Model, ToolDefinition } from "../../Model.ts"
@@ -26,17 +24,17 @@ import { memoryJournal, RunJournal } from "../../RunJournal.ts"
 import type { RunJournalShape } from "../../RunJournal.ts"
 import { ToolConcurrency, ToolTimeout } from "../../ToolExecution.ts"
 import { pairingViolations, prepareTranscript, skippedResult } from "../../Transcript.ts"
-import { addUsageInto, describeCause, positiveDuration, sinkCallback, subAgentUsageOf } from "../rules/common.ts"
-import type { SinkCallback, UsageTotal } from "../rules/common.ts"
+import { addUsageInto, describeCause, positiveDuration, subAgentUsageOf } from "../rules/common.ts"
+import type { UsageTotal } from "../rules/common.ts"
 import { isMessageFast, isRunSettingsFast, isToolDefinitionsFast } from "../rules/guards.ts"
 import { runBatch } from "./batch.ts"
 import type { BatchSettings } from "./batch.ts"
-import { changeAndEmit, RunningCalls, synchronousEmits } from "./common.ts"
-import type { Emit } from "./common.ts"
 import { makeAnswerState, nameTaken, overLimit, repairAfterText, replayAnswer, startTurn } from "./output.ts"
 import type { AnswerState } from "./output.ts"
 import { BoundaryRecord, TurnRecord } from "./records.ts"
 import type { Ending } from "./records.ts"
+import { changeAndEmit, RunningCalls, runsInline, snapshotRequest } from "./shortcuts.ts"
+import type { Emit } from "./shortcuts.ts"
 import { streamTurn } from "./turn.ts"
 import type { TurnEnding } from "./turn.ts"
 
@@ -88,61 +86,6 @@ const closeTranscript = (state: RunState, emit: Emit): Effect.Effect<void> =>
     appendResults(state, results)
     return Effect.forEach(results, (result) => emit({ type: "tool_end", result }), { discard: true })
   })
-
-const onSinkFailure = (event: LoopEvent) => (cause: Cause.Cause<unknown>): Effect.Effect<void> =>
-  Cause.hasInterruptsOnly(cause) ?
-    Effect.failCause(cause) as Effect.Effect<never> :
-    Effect.logError(`agentloop: EventSink.emit failed on a "${event.type}" event; the run goes on`, cause)
-
-export type { Emit }
-
-/**
- * An `EventSink.emit` that can never break the run (see EventSink.ts for the contract). It is on
- * the path of every event, so it calls `emit` when the effect is built (every call site builds it
- * right before running it) instead of suspending, and catches a synchronous throw itself.
- */
-export const guardSink = (sink: typeof EventSink.Service): Emit => {
-  const direct = (sink as { readonly [sinkCallback]?: SinkCallback })[sinkCallback]
-  if (direct !== undefined) {
-    // `callbackSinkLayer`'s sink: call the callback now. An effect it returns (or the log of its
-    // failure) starts at once too, in a fiber of its own with the run's and the layer's services,
-    // so the event and its effect are under way when this returns; only an effect still running
-    // then is returned, as the wait for it (the loop waits for it, as for any sink's effect).
-    const { onEvent, context } = direct
-    const start = (effect: Effect.Effect<void>): Effect.Effect<void> => {
-      // the run's services with the layer's over them, as `Effect.provideContext` in the run's
-      // fiber would give (the emit is called from inside that fiber)
-      const caller = Fiber.getCurrent()
-      const fiber = Effect.runForkWith(caller === undefined ? context : Context.merge(caller.context, context))(effect)
-      const exit = fiber.pollUnsafe()
-      // (an effect that ended interrupted passes its interruption on, as it would in the run's fiber)
-      if (exit !== undefined) return Exit.isSuccess(exit) ? Effect.void : Effect.asVoid(exit)
-      return Effect.onInterrupt(Effect.asVoid(Fiber.join(fiber)), () => Fiber.interrupt(fiber))
-    }
-    const emit: Emit = (event) => {
-      let out: unknown
-      try {
-        out = onEvent(event)
-      } catch (defect) {
-        return start(onSinkFailure(event)(Cause.die(defect)))
-      }
-      return Effect.isEffect(out)
-        ? start(Effect.catchCause(out as Effect.Effect<void>, onSinkFailure(event)))
-        : Effect.void
-    }
-    synchronousEmits.add(emit)
-    return emit
-  }
-  return (event) => {
-    let effect: Effect.Effect<void>
-    try {
-      effect = sink.emit(event)
-    } catch (defect) {
-      return onSinkFailure(event)(Cause.die(defect))
-    }
-    return Effect.catchCause(effect, onSinkFailure(event))
-  }
-}
 
 // -----------------------------------------------------------------------------
 // The run
@@ -240,52 +183,6 @@ const decodeMessage = Schema.decodeUnknownExit(Message)
  * effect's own `Tracer.nativeTracer` documentation suggests).
  */
 const tracingBackend = Effect.map(Tracer.Tracer, (tracer) => tracer !== Tracer.nativeTracer)
-
-/** Below this many messages, copying the transcript for a request costs less than deferring the copy. */
-const EAGER_COPY = 256
-
-/**
- * The request for the transcript as it is now. Its `messages` are a snapshot: an array the run
- * never mutates. The transcript is only ever appended to, so its first `length` messages never
- * change, and the copy of a long transcript is made when `messages` is first read (by the model,
- * a spread, `JSON.stringify`...), not per request whether or not anyone reads it: for a run that
- * grows to thousands of messages, that copy is the largest cost of a step. `messages` is an own
- * enumerable property (a getter that turns into a plain value when first read or assigned), so
- * spreads and serialisers see it as before.
- */
-const snapshotRequest = (
-  transcript: ReadonlyArray<Message>,
-  tools: ReadonlyArray<ToolDefinition>,
-  systemPrompt: string | undefined
-): ModelRequest => {
-  const length = transcript.length
-  if (length < EAGER_COPY) {
-    const messages = transcript.slice()
-    return systemPrompt === undefined ? { messages, tools } : { systemPrompt, messages, tools }
-  }
-  const request: { systemPrompt?: string; messages?: ReadonlyArray<Message>; tools?: ReadonlyArray<ToolDefinition> } =
-    systemPrompt === undefined ? {} : { systemPrompt }
-  // the copy is made once; `Reflect.defineProperty` fails quietly on a request someone froze (the
-  // getter then keeps answering with the same copy)
-  let copy: ReadonlyArray<Message> | undefined
-  const settle = (target: object, value: ReadonlyArray<Message>) =>
-    Reflect.defineProperty(target, "messages", { value, enumerable: true, writable: true, configurable: true })
-  Object.defineProperty(request, "messages", {
-    enumerable: true,
-    configurable: true,
-    get(this: object) {
-      copy ??= transcript.slice(0, length)
-      settle(this, copy)
-      return copy
-    },
-    set(this: object, value: ReadonlyArray<Message>) {
-      copy = value
-      settle(this, value)
-    }
-  })
-  request.tools = tools
-  return request as ModelRequest
-}
 
 /** The control of a run that has none provided: its own options. */
 const controlOf = (options: AgentLoopOptions): RunControlShape => {
@@ -482,7 +379,7 @@ const drive = (
     }
     const turnStep = () => Effect.gen(turnBody)
     // the in-memory journal's turns run inline, in this generator (see `memoryJournal`)
-    const inline = journal === memoryJournal
+    const inline = runsInline(journal)
 
     /** What was pushed while the run would stop: it goes on with it (`More`), or with nothing (`None`). */
     const takeMore = Effect.gen(function*() {

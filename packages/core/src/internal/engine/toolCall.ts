@@ -11,7 +11,7 @@ import type { ToolCall, ToolResultMessage } from "../../Message.ts"
 import type { ToolDefinition } from "../../Model.ts"
 import { checkToolResult, errorResult, skippedResult } from "../../Transcript.ts"
 import { describeCause } from "../rules/common.ts"
-import { RunningCalls } from "./common.ts"
+import { RunningCalls } from "./shortcuts.ts"
 
 /**
  * Groups call indices into stages, run one after another: a run of non-exclusive calls (which
