@@ -11,7 +11,6 @@ import {
   callbackSinkLayer,
   Executor,
   Model,
-  outputSchemaFromJson,
   parseTranscript,
   startAgentLoop
 } from "@agentloop/core"
@@ -37,30 +36,17 @@ import {
   startRun
 } from "@agentloop/durable"
 import type { DurableEvent, DurableStore } from "@agentloop/durable"
-import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
-import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from "@agentloop/tools"
-import { NodeServices } from "@effect/platform-node"
 import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore, Stream } from "effect"
-import type { Duration } from "effect"
 import type { WorkflowEngine } from "effect/workflow"
-import {
-  closeSync,
-  constants as fsConstants,
-  fstatSync,
-  openSync,
-  readFileSync,
-  readSync,
-  realpathSync,
-  statSync
-} from "node:fs"
+import { readFileSync } from "node:fs"
 import * as nodePath from "node:path"
 import { approvalTimeoutReason, makeApprovalPolicy, parseAnswer, previewCall } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
+import { CliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor, toolDefinitionsChars } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings } from "./Config.ts"
-import type { FlagSettings, Settings } from "./Config.ts"
+import type { FlagSettings } from "./Config.ts"
 import {
   abortDurableRun,
   approveRun,
@@ -74,6 +60,8 @@ import {
   unfinishedRun
 } from "./Durable.ts"
 import type { RecordedRun } from "./Durable.ts"
+import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
+import { modelOf, toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { stripControl } from "./Sanitize.ts"
 import { CODING_SYSTEM_PROMPT } from "./Session.ts"
@@ -91,16 +79,6 @@ import { makeStyle, wantsColor } from "./Style.ts"
 import type { Style } from "./Style.ts"
 import { exitSoon, installController, makeLineInput } from "./Terminal.ts"
 import type { Controller, LineInput } from "./Terminal.ts"
-
-/**
- * A failure the user can act on: printed as one line on stderr, exit code 2.
- *
- * @since 0.1.0
- * @category errors
- */
-export class CliError extends Error {
-  readonly _tag = "CliError"
-}
 
 /**
  * The exit code of `agentloop run` for each way a run ends (`stop` is 0).
@@ -134,88 +112,6 @@ export interface AgentFlags extends FlagSettings {
   /** Each run is a durable run on the embedded engine (`--durable`). */
   readonly durable: boolean
 }
-
-/** The workspace: the folder given (never an empty string) or the current one. */
-const workspaceOf = (given: Option.Option<string>): Effect.Effect<string, CliError> =>
-  Effect.suspend(() => {
-    if (Option.isSome(given) && given.value.trim().length === 0) {
-      return Effect.fail(
-        new CliError("--workspace is empty: give a folder (or leave the flag out for the current one)")
-      )
-    }
-    const path = nodePath.resolve(Option.getOrElse(given, () => process.cwd()))
-    try {
-      if (!statSync(path).isDirectory()) return Effect.fail(new CliError(`--workspace ${path} is not a folder`))
-      return Effect.succeed(realpathSync(path))
-    } catch {
-      return Effect.fail(new CliError(`--workspace ${path} does not exist`))
-    }
-  })
-
-/** Builds the model the settings ask for. */
-const modelOf = (settings: Settings, model: string) =>
-  Effect.gen(function*() {
-    const provider = settings.provider
-    if (provider === undefined) {
-      return yield* Effect.fail(
-        new CliError(
-          "no model configured: pass --provider openai-compat|anthropic and --model NAME, set AGENTLOOP_PROVIDER and " +
-            "AGENTLOOP_MODEL, or write .agentloop/config.json (see agentloop --help and the README)"
-        )
-      )
-    }
-    if (provider === "scripted") {
-      return yield* Effect.fail(
-        new CliError("the scripted model only plays the demo (agentloop demo); choose openai-compat or anthropic")
-      )
-    }
-    let apiKey: string | undefined
-    if (settings.apiKeyEnv !== undefined) {
-      apiKey = process.env[settings.apiKeyEnv]
-      if (apiKey === undefined || apiKey.length === 0) {
-        return yield* Effect.fail(new CliError(`the environment variable ${settings.apiKeyEnv} (apiKeyEnv) is not set`))
-      }
-    }
-    const options = {
-      model,
-      baseUrl: settings.baseUrl,
-      apiKey,
-      maxTokens: settings.maxTokens,
-      ...(provider === "anthropic" && settings.promptCaching !== undefined
-        ? { promptCaching: settings.promptCaching }
-        : {}),
-      ...(Object.keys(settings.timeouts).length > 0 ?
-        { timeouts: settings.timeouts as { readonly [K in keyof Settings["timeouts"]]: Duration.Input } } :
-        {})
-    }
-    const layer = provider === "anthropic" ? anthropicFetchLayer(options) : openAiCompatFetchLayer(options)
-    const context = yield* Layer.build(layer).pipe(
-      Effect.mapError((e) =>
-        new CliError(`${e.message} (the CLI reads API keys from the environment: see --api-key-env)`)
-      )
-    )
-    return context
-  })
-
-/**
- * The tools: the coding tools (bash never sees the known provider keys nor the one named by
- * apiKeyEnv), plus the tools of the MCP servers of the config file's `mcpServers` and of
- * `--mcp` / `--mcp-url`.
- */
-const toolsLayer = (root: string, settings: Settings, flags: AgentFlags) =>
-  Effect.gen(function*() {
-    const hideEnv = settings.apiKeyEnv === undefined ? [] : [settings.apiKeyEnv]
-    const fromFile = settings.mcpServers === undefined ? [] : yield* decodeMcpServers(settings.mcpServers)
-    const fromFlags = yield* serversFromFlags({ mcp: flags.mcp, mcpUrl: flags.mcpUrl }, fromFile.map((s) => s.name))
-    const servers = [...fromFile, ...fromFlags]
-    if (servers.length === 0) return codingToolsLayer(root, { bash: { hideEnv } })
-    return mcpExecutorLayer(codingTools).pipe(
-      Layer.provideMerge(mcpToolsLayer(servers)),
-      Layer.provide(workspaceLayer(root)),
-      Layer.provide(bashOptionsLayer({ hideEnv })),
-      Layer.provide(NodeServices.layer)
-    )
-  })
 
 const formatTokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n))
 
@@ -934,93 +830,6 @@ export const runCommand = (
     }
     process.exitCode = code
   })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
-
-/** The largest `--output-schema` file read (a schema is a few kilobytes). */
-const MAX_SCHEMA_BYTES = 1024 * 1024
-/** The deepest nesting of objects and arrays in an `--output-schema` file. */
-const MAX_SCHEMA_DEPTH = 64
-
-/** How deep `value` nests objects and arrays, up to `limit + 1` (iterative: no stack to overflow). */
-const nestingDepth = (value: unknown, limit: number): number => {
-  let deepest = 0
-  const stack: Array<readonly [unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!
-    if (typeof v !== "object" || v === null) continue
-    if (depth + 1 > deepest) deepest = depth + 1
-    if (deepest > limit) return deepest
-    for (const child of Object.values(v)) stack.push([child, depth + 1])
-  }
-  return deepest
-}
-
-/**
- * Reads a regular file of at most `max` bytes: a FIFO, a device or a folder is refused before
- * anything is read (the open does not block on a FIFO), a larger file before it is read whole.
- */
-const readRegularFile = (path: string, max: number): string => {
-  const fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK)
-  try {
-    const stat = fstatSync(fd)
-    if (!stat.isFile()) {
-      throw new CliError(
-        stat.isDirectory() ? "it is a folder" : "it is not a regular file (a FIFO, a device or a socket)"
-      )
-    }
-    if (stat.size > max) throw new CliError(`it is larger than ${max} bytes`)
-    const buffer = Buffer.alloc(max + 1)
-    let length = 0
-    while (length <= max) {
-      const n = readSync(fd, buffer, length, max + 1 - length, null)
-      if (n === 0) break
-      length += n
-    }
-    if (length > max) throw new CliError(`it is larger than ${max} bytes`)
-    return buffer.subarray(0, length).toString("utf8")
-  } finally {
-    closeSync(fd)
-  }
-}
-
-/**
- * Reads `--output-schema FILE`: a JSON Schema the answer must satisfy; checked before anything
- * runs. The file may be anywhere (the user names it), but it must be a regular file of at most
- * 1 MiB nesting at most 64 levels; a JSON syntax error names its line and column only, never the
- * file's text (it may be a file that was not meant to be shown, e.g. through a link).
- */
-const readOutputSchema = (file: string): Effect.Effect<OutputSchema<unknown>, CliError> =>
-  Effect.gen(function*() {
-    if (file.trim().length === 0) {
-      return yield* Effect.fail(new CliError("--output-schema is empty: give a JSON Schema file"))
-    }
-    const text = yield* Effect.try({
-      try: () => readRegularFile(nodePath.resolve(file), MAX_SCHEMA_BYTES),
-      catch: (e) =>
-        new CliError(
-          `--output-schema ${file}: cannot read it (${
-            e instanceof CliError ? e.message : (e as { code?: string }).code ?? "unreadable"
-          })`
-        )
-    })
-    const json = yield* Effect.try({
-      try: (): unknown => JSON.parse(text),
-      catch: (e) => {
-        const at = /position (\d+)/.exec(e instanceof Error ? e.message : "")
-        const where = at === null ? "" : (() => {
-          const before = text.slice(0, Number(at[1]))
-          const line = before.split("\n").length
-          return ` at line ${line}, column ${before.length - before.lastIndexOf("\n")}`
-        })()
-        return new CliError(`--output-schema ${file}: not valid JSON${where}`)
-      }
-    })
-    if (nestingDepth(json, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH) {
-      return yield* Effect.fail(new CliError(`--output-schema ${file}: nested deeper than ${MAX_SCHEMA_DEPTH} levels`))
-    }
-    return yield* outputSchemaFromJson(json).pipe(
-      Effect.mapError((e) => new CliError(`--output-schema ${file}: ${e.message}`))
-    )
-  })
 
 /** The latest session whose durable run of `task` did not end (a process killed or stopped while it ran). */
 const interruptedTask = (root: string, task: string) =>

@@ -5,6 +5,7 @@
  */
 export * from "./Agent.ts"
 export * from "./Approvals.ts"
+export * from "./CliError.ts"
 export * from "./Compaction.ts"
 export * from "./Config.ts"
 export * from "./DemoScript.ts"
