@@ -265,7 +265,7 @@ const demo = Command.make("demo", {
         process.exitCode = 1
       })),
     // a write that failed or was refused (a link, outside the workspace): one line, no stack
-    Effect.catchTag("PersistenceError", (e) =>
+    Effect.catchTag(["PersistenceError", "CliError"], (e) =>
       Effect.sync(() => {
         process.stderr.write(`agentloop: ${e.message}\n`)
         process.exitCode = 1

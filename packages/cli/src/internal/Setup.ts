@@ -2,12 +2,13 @@
  * What `run` and `chat` set up before a run: the workspace, the model the settings ask for, and
  * the tools.
  */
+import { Model } from "@agentloop/core"
 import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from "@agentloop/tools"
 import { NodeServices } from "@effect/platform-node"
-import { Effect, Layer, Option } from "effect"
-import type { Duration } from "effect"
+import { Context, Effect, Layer, Option, Stream } from "effect"
+import type { Duration, Scope } from "effect"
 import { realpathSync, statSync } from "node:fs"
 import * as nodePath from "node:path"
 import { CliError } from "../CliError.ts"
@@ -97,4 +98,32 @@ export const toolsLayer = (
       Layer.provide(bashOptionsLayer({ hideEnv })),
       Layer.provide(NodeServices.layer)
     )
+  })
+
+/** The model in use now, and its name: `/model` switches it for the next requests. */
+export interface ModelSwitch {
+  readonly name: () => string | undefined
+  /** Streams with the model in use when a request is sent. */
+  readonly model: Model["Service"]
+  readonly set: (name: string) => Effect.Effect<void, CliError, Scope.Scope>
+}
+
+/** The model the settings ask for (named `name`), switchable. */
+export const makeModelSwitch = (
+  settings: Settings,
+  name: string | undefined
+): Effect.Effect<ModelSwitch, CliError, Scope.Scope> =>
+  Effect.map(modelOf(settings, name ?? ""), (initial) => {
+    const current = { name, context: initial }
+    return {
+      name: () => current.name,
+      model: Model.of({
+        stream: (request) => Stream.suspend(() => Context.get(current.context, Model).stream(request))
+      }),
+      set: (next) =>
+        Effect.map(modelOf(settings, next), (context) => {
+          current.context = context
+          current.name = next
+        })
+    }
   })
