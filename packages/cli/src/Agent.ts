@@ -1,106 +1,39 @@
 /**
  * `agentloop run` and `agentloop chat`: a coding agent in the current folder, with sessions,
- * approvals, stopping, compaction and usage (see the package README).
+ * approvals, stopping, compaction and usage (see the package README). Every run goes through the
+ * `RunEngine` the flags pick (RunEngine.ts): in memory, or durable with `--durable`.
  *
  * @since 0.1.0
  */
-import {
-  addUsage,
-  allow,
-  ask as askDecision,
-  callbackSinkLayer,
-  Executor,
-  Model,
-  outputSchemaFromJson,
-  parseTranscript,
-  startAgentLoop
-} from "@agentloop/core"
-import type {
-  AgentRunResult,
-  LoopEvent,
-  Message,
-  OutputSchema,
-  SessionRecord,
-  ToolCall,
-  ToolPolicy,
-  ToolResultMessage,
-  Usage
-} from "@agentloop/core"
-import {
-  abortRun,
-  approve,
-  awaitRun,
-  DurableEventSink,
-  durableRunnerLayer,
-  embeddedEngineLayer,
-  eventKey,
-  startRun
-} from "@agentloop/durable"
-import type { DurableEvent, DurableStore } from "@agentloop/durable"
-import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
-import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from "@agentloop/tools"
-import { NodeServices } from "@effect/platform-node"
-import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Scope, Semaphore, Stream } from "effect"
-import type { Duration } from "effect"
-import type { WorkflowEngine } from "effect/workflow"
-import {
-  closeSync,
-  constants as fsConstants,
-  fstatSync,
-  openSync,
-  readFileSync,
-  readSync,
-  realpathSync,
-  statSync
-} from "node:fs"
+import { Executor, Model, parseTranscript } from "@agentloop/core"
+import type { AgentRunResult, Message, OutputSchema, ToolCall, Usage } from "@agentloop/core"
+import { Clock, Context, Deferred, Effect, Layer, Option, Scope } from "effect"
+import { readFileSync } from "node:fs"
 import * as nodePath from "node:path"
-import { approvalTimeoutReason, makeApprovalPolicy, parseAnswer, previewCall } from "./Approvals.ts"
+import { makeApprovalPolicy } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
+import { CliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor, toolDefinitionsChars } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings } from "./Config.ts"
-import type { FlagSettings, Settings } from "./Config.ts"
-import {
-  abortDurableRun,
-  approveRun,
-  denialReason,
-  listWorkspaceRuns,
-  prepareDatabase,
-  reconcileSession,
-  runIdOf,
-  runnerBusy,
-  splitAtRun,
-  unfinishedRun
-} from "./Durable.ts"
+import type { FlagSettings } from "./Config.ts"
+import { abortDurableRun, approveRun, listWorkspaceRuns, runnerBusy, splitAtRun, unfinishedRun } from "./Durable.ts"
 import type { RecordedRun } from "./Durable.ts"
+import { makeAgentSession } from "./internal/AgentSession.ts"
+import { durableEngine } from "./internal/DurableEngine.ts"
+import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
+import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import { makeRenderer } from "./Renderer.ts"
+import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
+import type { RunRequest, WaitingCall } from "./RunEngine.ts"
 import { stripControl } from "./Sanitize.ts"
 import { CODING_SYSTEM_PROMPT } from "./Session.ts"
-import {
-  appendOrReport,
-  createSession,
-  listSessions,
-  openSession,
-  readSession,
-  SESSIONS_FOLDER,
-  summarize
-} from "./Sessions.ts"
+import { createSession, listSessions, openSession, readSession, SESSIONS_FOLDER } from "./Sessions.ts"
 import type { SessionLog } from "./Sessions.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
 import type { Style } from "./Style.ts"
 import { exitSoon, installController, makeLineInput } from "./Terminal.ts"
 import type { Controller, LineInput } from "./Terminal.ts"
-
-/**
- * A failure the user can act on: printed as one line on stderr, exit code 2.
- *
- * @since 0.1.0
- * @category errors
- */
-export class CliError extends Error {
-  readonly _tag = "CliError"
-}
 
 /**
  * The exit code of `agentloop run` for each way a run ends (`stop` is 0).
@@ -134,88 +67,6 @@ export interface AgentFlags extends FlagSettings {
   /** Each run is a durable run on the embedded engine (`--durable`). */
   readonly durable: boolean
 }
-
-/** The workspace: the folder given (never an empty string) or the current one. */
-const workspaceOf = (given: Option.Option<string>): Effect.Effect<string, CliError> =>
-  Effect.suspend(() => {
-    if (Option.isSome(given) && given.value.trim().length === 0) {
-      return Effect.fail(
-        new CliError("--workspace is empty: give a folder (or leave the flag out for the current one)")
-      )
-    }
-    const path = nodePath.resolve(Option.getOrElse(given, () => process.cwd()))
-    try {
-      if (!statSync(path).isDirectory()) return Effect.fail(new CliError(`--workspace ${path} is not a folder`))
-      return Effect.succeed(realpathSync(path))
-    } catch {
-      return Effect.fail(new CliError(`--workspace ${path} does not exist`))
-    }
-  })
-
-/** Builds the model the settings ask for. */
-const modelOf = (settings: Settings, model: string) =>
-  Effect.gen(function*() {
-    const provider = settings.provider
-    if (provider === undefined) {
-      return yield* Effect.fail(
-        new CliError(
-          "no model configured: pass --provider openai-compat|anthropic and --model NAME, set AGENTLOOP_PROVIDER and " +
-            "AGENTLOOP_MODEL, or write .agentloop/config.json (see agentloop --help and the README)"
-        )
-      )
-    }
-    if (provider === "scripted") {
-      return yield* Effect.fail(
-        new CliError("the scripted model only plays the demo (agentloop demo); choose openai-compat or anthropic")
-      )
-    }
-    let apiKey: string | undefined
-    if (settings.apiKeyEnv !== undefined) {
-      apiKey = process.env[settings.apiKeyEnv]
-      if (apiKey === undefined || apiKey.length === 0) {
-        return yield* Effect.fail(new CliError(`the environment variable ${settings.apiKeyEnv} (apiKeyEnv) is not set`))
-      }
-    }
-    const options = {
-      model,
-      baseUrl: settings.baseUrl,
-      apiKey,
-      maxTokens: settings.maxTokens,
-      ...(provider === "anthropic" && settings.promptCaching !== undefined
-        ? { promptCaching: settings.promptCaching }
-        : {}),
-      ...(Object.keys(settings.timeouts).length > 0 ?
-        { timeouts: settings.timeouts as { readonly [K in keyof Settings["timeouts"]]: Duration.Input } } :
-        {})
-    }
-    const layer = provider === "anthropic" ? anthropicFetchLayer(options) : openAiCompatFetchLayer(options)
-    const context = yield* Layer.build(layer).pipe(
-      Effect.mapError((e) =>
-        new CliError(`${e.message} (the CLI reads API keys from the environment: see --api-key-env)`)
-      )
-    )
-    return context
-  })
-
-/**
- * The tools: the coding tools (bash never sees the known provider keys nor the one named by
- * apiKeyEnv), plus the tools of the MCP servers of the config file's `mcpServers` and of
- * `--mcp` / `--mcp-url`.
- */
-const toolsLayer = (root: string, settings: Settings, flags: AgentFlags) =>
-  Effect.gen(function*() {
-    const hideEnv = settings.apiKeyEnv === undefined ? [] : [settings.apiKeyEnv]
-    const fromFile = settings.mcpServers === undefined ? [] : yield* decodeMcpServers(settings.mcpServers)
-    const fromFlags = yield* serversFromFlags({ mcp: flags.mcp, mcpUrl: flags.mcpUrl }, fromFile.map((s) => s.name))
-    const servers = [...fromFile, ...fromFlags]
-    if (servers.length === 0) return codingToolsLayer(root, { bash: { hideEnv } })
-    return mcpExecutorLayer(codingTools).pipe(
-      Layer.provideMerge(mcpToolsLayer(servers)),
-      Layer.provide(workspaceLayer(root)),
-      Layer.provide(bashOptionsLayer({ hideEnv })),
-      Layer.provide(NodeServices.layer)
-    )
-  })
 
 const formatTokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n))
 
@@ -266,6 +117,69 @@ const lastCompaction = (log: SessionLog): CompactionState | undefined => {
   return undefined
 }
 
+/** The session to open: the latest (--continue), a given one (--resume ID), or none (a new one). */
+const sessionToOpen = (root: string, flags: AgentFlags): Effect.Effect<string | undefined, CliError> =>
+  Effect.gen(function*() {
+    let id = Option.getOrUndefined(flags.resume)
+    if (flags.continue) {
+      const sessions = yield* listSessions(root)
+      const latest = sessions.filter((s) => !s.ended.startsWith("unreadable")).pop()
+      if (latest === undefined) {
+        return yield* Effect.fail(new CliError(`--continue: there is no session in ${root}/.agentloop/sessions yet`))
+      }
+      id = latest.id
+    }
+    if (id !== undefined && !/^[A-Za-z0-9._-]+$/.test(id)) {
+      return yield* Effect.fail(new CliError(`--resume: "${id}" is not a session id (see agentloop sessions)`))
+    }
+    // a durable session that another process is running now is left alone (its file is being written)
+    if (flags.durable && id !== undefined && runnerBusy(root, id)) {
+      return yield* Effect.fail(
+        new CliError(
+          `session ${id} is being run by another agentloop process right now (its durable runs' runner); ` +
+            "answer its approvals with agentloop approve, or wait for it (agentloop runs)"
+        )
+      )
+    }
+    return id
+  })
+
+/**
+ * A durable run found unfinished in the session: its input (the session up to its prompt) and its
+ * calls still waiting for an answer.
+ */
+const unfinishedRunOf = (root: string, log: SessionLog, run: RecordedRun) =>
+  Effect.gen(function*() {
+    const text = yield* Effect.try({
+      try: () => readFileSync(nodePath.join(root, log.file), "utf8"),
+      catch: (e) => new CliError(`cannot read ${log.file}: ${(e as { code?: string }).code ?? e}`)
+    })
+    const split = splitAtRun(text, run.runId)
+    if (split === undefined) return yield* Effect.fail(new CliError(`${log.file} has no run ${run.runId}`))
+    const loaded = yield* parseTranscript(`${split.before.join("\n")}\n`, log.file).pipe(
+      Effect.mapError((e) => new CliError(e.message))
+    )
+    const calls = new Map<string, ToolCall>()
+    for (const line of split.after) {
+      const m = (() => {
+        try {
+          return JSON.parse(line) as Partial<Message>
+        } catch {
+          return undefined
+        }
+      })()
+      if (m?.role === "assistant" && Array.isArray(m.content)) {
+        for (const part of m.content) if (part.type === "toolCall") calls.set(part.id, part)
+      }
+    }
+    const waiting: Array<WaitingCall> = []
+    for (const p of run.pending) {
+      const call = calls.get(p.callId)
+      if (call !== undefined) waiting.push({ call, askedAt: p.askedAt })
+    }
+    return { input: loaded.messages, waiting }
+  })
+
 /** Sets up everything `run` and `chat` share. */
 const makeAgent = (
   flags: AgentFlags,
@@ -281,29 +195,29 @@ const makeAgent = (
     const display = options.output === undefined ? process.stdout : process.stderr
     const style = makeStyle(wantsColor(display.isTTY, process.env))
     const errStyle = makeStyle(wantsColor(process.stderr.isTTY, process.env))
+    // (the controller shows no notice once the output is gone)
+    const controller = yield* installController((text) => {
+      if (!display.destroyed) display.write(`${style.yellow(text)}\n`)
+    })
     // the controller decides when the output is gone; nothing is written after that
-    let controllerRef: Controller | undefined
     const safeWrite = (stream: NodeJS.WriteStream) => (text: string) => {
-      if (controllerRef?.outputClosed() === true || stream.destroyed) return
+      if (controller.outputClosed() || stream.destroyed) return
       stream.write(text)
     }
     const out = safeWrite(display)
     const err = safeWrite(process.stderr)
-    const controller = yield* installController((text) => out(`${style.yellow(text)}\n`))
-    controllerRef = controller
     const settings = yield* resolveSettings(flags, root, process.env).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
     if (flags.continue && Option.isSome(flags.resume)) {
       return yield* Effect.fail(new CliError("--continue and --resume cannot be used together"))
     }
-    let modelName = settings.model
-    if (settings.provider !== undefined && settings.provider !== "scripted" && modelName === undefined) {
+    if (settings.provider !== undefined && settings.provider !== "scripted" && settings.model === undefined) {
       return yield* Effect.fail(
         new CliError(`a model name is needed with provider ${settings.provider} (--model NAME)`)
       )
     }
-    let modelContext: Context.Context<Model> = yield* modelOf(settings, modelName ?? "")
+    const models = yield* makeModelSwitch(settings, settings.model)
     const tools = yield* toolsLayer(root, settings, flags).pipe(Effect.mapError((e) => new CliError(e.message)))
     const executor = yield* Layer.build(tools).pipe(
       Effect.mapError((e) =>
@@ -319,31 +233,11 @@ const makeAgent = (
     const newSession = createSession(root, {
       cwd: root,
       provider: settings.provider ?? "",
-      model: modelName ?? "",
+      model: settings.model ?? "",
       systemPrompt: configuredPrompt
     })
-    let resumeId: string | undefined = Option.getOrUndefined(flags.resume)
-    if (flags.continue) {
-      const sessions = yield* listSessions(root)
-      const latest = sessions.filter((s) => !s.ended.startsWith("unreadable")).pop()
-      if (latest === undefined) {
-        return yield* Effect.fail(new CliError(`--continue: there is no session in ${root}/.agentloop/sessions yet`))
-      }
-      resumeId = latest.id
-    }
-    if (resumeId !== undefined && !/^[A-Za-z0-9._-]+$/.test(resumeId)) {
-      return yield* Effect.fail(new CliError(`--resume: "${resumeId}" is not a session id (see agentloop sessions)`))
-    }
-    // a durable session that another process is running now is left alone (its file is being written)
-    if (flags.durable && resumeId !== undefined && runnerBusy(root, resumeId)) {
-      return yield* Effect.fail(
-        new CliError(
-          `session ${resumeId} is being run by another agentloop process right now (its durable runs' runner); ` +
-            "answer its approvals with agentloop approve, or wait for it (agentloop runs)"
-        )
-      )
-    }
-    let log: SessionLog = yield* (resumeId === undefined ? newSession : openSession(root, resumeId)).pipe(
+    const resumeId = yield* sessionToOpen(root, flags)
+    const log = yield* (resumeId === undefined ? newSession : openSession(root, resumeId)).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
     if (log.repairedTornLine) report(`the session's last line was torn (a crash); it was cut off`)
@@ -355,22 +249,10 @@ const makeAgent = (
         )
       )
     }
-    let runCount = log.records.filter((r) => r.type === "run_start").length
-    // a resumed session keeps the system prompt it started with
-    let systemPrompt = log.header.systemPrompt !== undefined && log.header.systemPrompt.length > 0
-      ? log.header.systemPrompt
-      : configuredPrompt
-    let history: ReadonlyArray<Message> = log.messages
-    let sessionUsage: Usage | undefined = summarize(log.id, log.records).usage
-    let lastUsage: Usage | undefined
-    const append = (entry: Message | SessionRecord) => appendOrReport(log, entry, report)
+    const session = makeAgentSession({ root, scope, log, configuredPrompt, create: newSession, report })
 
     const contextWindow = settings.contextWindow ??
-      (modelName === undefined ? undefined : knownContextWindow(modelName))
-    // the model in use now (`/model` switches it)
-    const currentModel = Model.of({
-      stream: (request) => Stream.suspend(() => Context.get(modelContext, Model).stream(request))
-    })
+      (settings.model === undefined ? undefined : knownContextWindow(settings.model))
     // every request carries the tool definitions (and the final-answer tool with --output-schema)
     const toolChars = () =>
       toolDefinitionsChars([
@@ -379,14 +261,14 @@ const makeAgent = (
       ])
     const compactor = makeCompactor({
       contextWindow,
-      systemPrompt,
+      systemPrompt: session.systemPrompt(),
       toolChars,
-      model: currentModel,
+      model: models.model,
       initial: lastCompaction(log),
       onCompact: (state, info) =>
         Effect.gen(function*() {
-          sessionUsage = addUsage(sessionUsage, info.usage)
-          yield* append({
+          session.addUsage(info.usage)
+          yield* session.append({
             type: "compaction",
             at: yield* Clock.currentTimeMillis,
             summarized: state.covered,
@@ -401,433 +283,101 @@ const makeAgent = (
       onError: (message) => renderer.line(style.yellow(`⚠ ${message}`))
     })
     const always = new Set<string>()
-    const ask = input.interactive ?
-      (question: string) => renderer.hold(input.read(question, { history: false })) :
-      undefined
-    const policy = yield* makeApprovalPolicy({
-      yes: flags.yes,
-      ask,
-      print: (text) => renderer.line(text),
-      record: (r: ApprovalRecord) =>
-        Effect.flatMap(Clock.currentTimeMillis, (at) => append({ type: "approval", at, ...r })),
-      style,
-      always,
-      timeout: settings.approvalTimeout
-    })
+    const record = (r: ApprovalRecord) =>
+      Effect.flatMap(Clock.currentTimeMillis, (at) => session.append({ type: "approval", at, ...r }))
 
-    const persist = (event: LoopEvent): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (at) => {
-        switch (event.type) {
-          case "tool_start":
-            return append({ type: "tool_start", at, toolCallId: event.call.id, name: event.call.name })
-          case "tool_end":
-            return Effect.andThen(
-              append({ type: "tool_end", at, toolCallId: event.result.toolCallId, isError: event.result.isError }),
-              append(event.result)
-            )
-          case "assistant_message":
-            return append(event.message)
-          case "user_message":
-            return append(event.message)
-          default:
-            return Effect.void
-        }
+    // the engine the flags pick, on the model in use and the tools
+    const engineLayer = flags.durable ?
+      durableEngine({
+        root,
+        session: {
+          id: () => session.log().id,
+          file: () => session.log().file,
+          reopen: session.reopen,
+          append: session.append
+        },
+        stop: controller,
+        yes: flags.yes,
+        always,
+        approvalTimeout: settings.approvalTimeout,
+        transformContext: compactor.transform,
+        record,
+        renderer,
+        input,
+        style,
+        report
+      }) :
+      inMemoryEngine({
+        policy: yield* makeApprovalPolicy({
+          yes: flags.yes,
+          ask: input.interactive ?
+            (question: string) => renderer.hold(input.read(question, { history: false })) :
+            undefined,
+          print: (text) => renderer.line(text),
+          record,
+          style,
+          always,
+          timeout: settings.approvalTimeout
+        }),
+        transformContext: compactor.transform,
+        stop: controller
       })
+    const engine = Context.get(
+      yield* Layer.build(
+        engineLayer.pipe(
+          Layer.provide(Layer.mergeAll(Layer.succeed(Model, models.model), Layer.succeedContext(executor)))
+        )
+      ),
+      RunEngine
+    )
 
-    /** What every run ends with: its `run_end` record and the usage line. */
-    const endRun = (result: AgentRunResult, runId: string | undefined) =>
+    /** Runs on the engine: the events go to the session file and the terminal; the end is recorded. */
+    const runOn = (request: RunRequest, messages: boolean) =>
       Effect.gen(function*() {
-        history = result.messages
-        lastUsage = result.usage
-        sessionUsage = addUsage(sessionUsage, result.usage)
-        yield* append({
-          type: "run_end",
-          at: yield* Clock.currentTimeMillis,
-          ...(runId === undefined ? {} : { runId }),
-          reason: result.reason,
-          steps: result.steps,
-          ...(result.error === undefined ? {} : { error: result.error }),
-          ...(result.usage === undefined ? {} : { usage: result.usage }),
-          ...(result.output === undefined ? {} : { output: result.output })
-        })
-        out(`${style.dim(`  usage: ${describeUsage(result.usage)} · session: ${describeUsage(sessionUsage)}`)}\n`)
+        const result = yield* engine.run(
+          request,
+          (event) =>
+            Effect.andThen(
+              session.record(messages)(event),
+              event.type === "turn_start" ? Effect.void : renderer.render(event)
+            )
+        )
+        if (result === undefined) return undefined
+        yield* session.endRun(result, request.runId)
+        const usage = session.usage()
+        out(`${style.dim(`  usage: ${describeUsage(usage.last)} · session: ${describeUsage(usage.session)}`)}\n`)
         return result
       })
 
-    /** The records of an event, without its messages (a run resumed from an earlier process). */
-    const persistRecord = (event: LoopEvent): Effect.Effect<void> =>
-      Effect.flatMap(Clock.currentTimeMillis, (at) => {
-        switch (event.type) {
-          case "tool_start":
-            return append({ type: "tool_start", at, toolCallId: event.call.id, name: event.call.name })
-          case "tool_end":
-            return append({ type: "tool_end", at, toolCallId: event.result.toolCallId, isError: event.result.isError })
-          default:
-            return Effect.void
-        }
-      })
-
-    const runInMemory = (prompt: string): Effect.Effect<AgentRunResult> =>
-      Effect.scoped(Effect.gen(function*() {
-        const at = yield* Clock.currentTimeMillis
-        runCount++
-        yield* append({ type: "run_start", at, prompt })
-        const userMessage: Message = { role: "user", content: prompt, timestamp: at }
-        yield* append(userMessage)
-        const input = [...history, userMessage]
-        history = input
-        let step = 0
-        const model = Layer.succeed(
-          Model,
-          Model.of({
-            stream: (request) =>
-              Stream.unwrap(Effect.gen(function*() {
-                step++
-                yield* append({ type: "turn_start", at: yield* Clock.currentTimeMillis, step })
-                return currentModel.stream(request)
-              }))
-          })
-        )
-        const sink = callbackSinkLayer((event) => Effect.andThen(persist(event), renderer.render(event)))
-        const run = yield* startAgentLoop({
-          systemPrompt,
-          messages: input,
+    const runPrompt = (prompt: string) =>
+      Effect.gen(function*() {
+        const run = yield* session.startRun(prompt, engine.runIdOf)
+        return yield* runOn({
+          systemPrompt: session.systemPrompt(),
+          messages: run.input,
           maxSteps: settings.maxSteps,
-          policy,
-          transformContext: compactor.transform,
-          ...(options.output === undefined ? {} : { output: options.output })
-        }).pipe(Effect.provide(Layer.mergeAll(model, sink)), Effect.provideContext(executor))
-        controller.setRun(run.abort)
-        if (controller.exitRequested()) yield* Effect.forkChild(run.abort)
-        const result = yield* run.result
-        controller.setRun(undefined)
-        return yield* endRun(result, undefined)
-      }))
-
-    // ---------------------------------------------------------------------------------------------
-    // Durable runs (--durable): the runs of this session run on the embedded engine, in the
-    // session's own database; this process is its runner while it lives. Events come from the
-    // engine's activities, at least once: repeats are dropped by their key. The session file gets
-    // the same records and messages as an in-memory run; a run resumed after its process died is
-    // brought in line with its journal when it ends (see Durable.ts).
-    // ---------------------------------------------------------------------------------------------
-
-    /** The run this process follows: its events are rendered and written to the session. */
-    let followed: {
-      readonly runId: string
-      readonly inputLength: number
-      /** Whether its messages are written as they come (not for a run resumed from an earlier process). */
-      readonly live: boolean
-      readonly seen: Set<string>
-    } | undefined
-
-    // the model of the durable runner: a `turn_start` record per request of the followed run, then
-    // compaction (as `transformContext` does in memory), then the model in use now
-    const durableModel = Model.of({
-      stream: (request) =>
-        Stream.unwrap(Effect.gen(function*() {
-          const run = followed
-          if (run !== undefined) {
-            const step = request.messages.slice(run.inputLength).filter((m) => m.role === "assistant").length + 1
-            yield* append({ type: "turn_start", at: yield* Clock.currentTimeMillis, step })
-          }
-          const messages = yield* compactor.transform(request.messages)
-          return currentModel.stream({ ...request, messages })
-        }))
-    })
-
-    const record = (r: ApprovalRecord) =>
-      Effect.flatMap(Clock.currentTimeMillis, (at) => append({ type: "approval", at, ...r }))
-
-    // calls that change things wait for an answer: from this terminal (when there is one) or from
-    // `agentloop approve` in another; the journal keeps the first
-    const durablePolicy: ToolPolicy = (call, definition) => {
-      if (definition === undefined || definition.readOnly === true) return allow
-      const base = { toolCallId: call.id, name: call.name }
-      if (flags.yes) return Effect.as(record({ ...base, decision: "approved", by: "policy" }), allow)
-      if (always.has(call.name)) {
-        return Effect.as(record({ ...base, decision: "approved", by: "policy", reason: "always" }), allow)
-      }
-      return askDecision
-    }
-
-    interface Waiting {
-      readonly call: ToolCall
-      readonly askedAt: number
-      answeredHere: boolean
-      question: Fiber.Fiber<void> | undefined
-    }
-    const waiting = new Map<string, Waiting>()
-    const questionLock = yield* Semaphore.make(1)
-
-    const answerHere = (runId: string, w: Waiting, answer: { approved: boolean; always?: boolean; reason?: string }) =>
-      Effect.gen(function*() {
-        w.answeredHere = true
-        const r = yield* ensureRunner
-        yield* Effect.provideContext(approve(runId, w.call.id, answer), r.context)
-      })
-
-    /** One question on the terminal for a waiting call (one at a time). */
-    const question = (runId: string, w: Waiting) =>
-      questionLock.withPermits(1)(Effect.gen(function*() {
-        const { call } = w
-        const base = { toolCallId: call.id, name: call.name, askedAt: w.askedAt }
-        if (always.has(call.name)) {
-          yield* record({ ...base, decision: "approved", by: "policy", reason: "always" })
-          return yield* answerHere(runId, w, { approved: true })
-        }
-        yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
-        for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
-        yield* renderer.line(
-          style.dim(`  (or from another terminal: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason])`)
-        )
-        while (true) {
-          const line = yield* renderer.hold(
-            input.read(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `, {
-              history: false
-            })
-          )
-          // no answer possible here: the call waits for one from another terminal
-          if (line === undefined) return
-          const answer = parseAnswer(line)
-          if (answer === undefined) continue
-          if (answer.kind === "yes") {
-            yield* record({ ...base, decision: "approved", by: "user" })
-            return yield* answerHere(runId, w, { approved: true })
-          }
-          if (answer.kind === "always") {
-            always.add(call.name)
-            yield* record({ ...base, decision: "always", by: "user" })
-            // the run remembers it too (journaled), for its later calls of this tool after a restart
-            return yield* answerHere(runId, w, { approved: true, always: true })
-          }
-          yield* record({
-            ...base,
-            decision: "denied",
-            by: "user",
-            ...(answer.reason === undefined ? {} : { reason: answer.reason })
-          })
-          return yield* answerHere(runId, w, { approved: false, reason: denialReason(answer.reason) })
-        }
-      })).pipe(Effect.catch((e: CliError) => Effect.sync(() => report(e.message))))
-
-    /** A call of the followed run waits for approval (a new request, or one found in the session on resuming). */
-    const awaitApproval = (runId: string, call: ToolCall, askedAt: number) =>
-      Effect.gen(function*() {
-        const w: Waiting = { call, askedAt, answeredHere: false, question: undefined }
-        waiting.set(call.id, w)
-        if (input.interactive) {
-          w.question = yield* Effect.forkIn(question(runId, w), scope)
-          return
-        }
-        yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
-        for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
-        yield* renderer.line(
-          `  waiting for an answer: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason]`
-        )
-      })
-
-    const timedOut = (denial: unknown) =>
-      settings.approvalTimeout !== undefined && denial === approvalTimeoutReason(settings.approvalTimeout)
-
-    /** A waiting call started or got its result: stop asking; record an answer given elsewhere. */
-    const settle = (callId: string, result: ToolResultMessage | undefined) =>
-      Effect.gen(function*() {
-        const w = waiting.get(callId)
-        if (w === undefined) return
-        waiting.delete(callId)
-        if (w.answeredHere) return
-        if (w.question !== undefined) yield* Fiber.interrupt(w.question)
-        const base = { toolCallId: callId, name: w.call.name, askedAt: w.askedAt }
-        const details = result?.details as { reason?: unknown; denial?: unknown } | undefined
-        if (result === undefined) {
-          yield* record({ ...base, decision: "approved", by: "remote" })
-          yield* renderer.line(style.dim(`  ${w.call.name} ${stripControl(callId)}: approved from another terminal`))
-        } else if (details?.reason === "denied" && timedOut(details.denial)) {
-          // --approval-timeout: the run answered it denied when the time was up
-          yield* record({ ...base, decision: "denied", by: "timeout", reason: String(details.denial) })
-          yield* renderer.line(style.yellow(`⊘ ${w.call.name} denied: ${String(details.denial)}`))
-        } else if (details?.reason === "denied") {
-          yield* record({
-            ...base,
-            decision: "denied",
-            by: "remote",
-            ...(typeof details.denial === "string" ?
-              { reason: details.denial.replace(/^the user denied this call(: )?/, "") || details.denial } :
-              {})
-          })
-          yield* renderer.line(style.dim(`  ${w.call.name} ${stripControl(callId)}: denied from another terminal`))
-        }
-      })
-
-    const onDurableEvent = (de: DurableEvent): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const run = followed
-        if (run === undefined || de.runId !== run.runId) return Effect.void
-        const key = eventKey(de)
-        if (key !== undefined) {
-          if (run.seen.has(key)) return Effect.void
-          run.seen.add(key)
-        }
-        const event = de.event
-        return Effect.gen(function*() {
-          if (event.type === "approval_request") {
-            yield* append({
-              type: "approval_request",
-              at: yield* Clock.currentTimeMillis,
-              runId: run.runId,
-              toolCallId: event.call.id,
-              name: event.call.name
-            })
-            return yield* awaitApproval(run.runId, event.call, yield* Clock.currentTimeMillis)
-          }
-          if (event.type === "tool_start") yield* settle(event.call.id, undefined)
-          if (event.type === "tool_end") yield* settle(event.result.toolCallId, event.result)
-          if (run.live || event.type === "tool_start" || event.type === "tool_end") {
-            yield* run.live ? persist(event) : persistRecord(event)
-          }
-          yield* renderer.render(event)
-        })
-      })
-
-    /** The durable runner of the current session (one database per session). */
-    let runner: {
-      readonly sessionId: string
-      readonly scope: Scope.Closeable
-      readonly context: Context.Context<WorkflowEngine.WorkflowEngine | DurableStore>
-    } | undefined
-    // (built once, whoever needs it first: a run, or an answer typed while a resumed run starts)
-    const runnerLock = yield* Semaphore.make(1)
-    const ensureRunner: Effect.Effect<NonNullable<typeof runner>, CliError> = runnerLock.withPermits(1)(
-      Effect.gen(function*() {
-        if (runner !== undefined && runner.sessionId === log.id) return runner
-        if (runner !== undefined) {
-          yield* Scope.close(runner.scope, Exit.void)
-          runner = undefined
-        }
-        const file = yield* prepareDatabase(root, log.id).pipe(Effect.mapError((e) => new CliError(e.message)))
-        const runnerScope = yield* Scope.fork(scope)
-        const layer = durableRunnerLayer({ policy: durablePolicy, approvalTimeout: settings.approvalTimeout }).pipe(
-          Layer.provideMerge(embeddedEngineLayer({ filename: file })),
-          Layer.provide(Layer.mergeAll(
-            Layer.succeed(Model, durableModel),
-            Layer.succeedContext(executor),
-            Layer.succeed(DurableEventSink, { emit: onDurableEvent })
-          ))
-        )
-        const context = yield* Layer.buildWithScope(layer, runnerScope).pipe(
-          Effect.mapError((e) => new CliError(`durable runs: ${e.message}`))
-        )
-        runner = { sessionId: log.id, scope: runnerScope, context }
-        return runner
-      })
-    )
-
-    /** Starts (or joins) a durable run and follows it to its end, or until the program leaves. */
-    const followRun = (runId: string, runInput: ReadonlyArray<Message>, live: boolean) =>
-      Effect.gen(function*() {
-        followed = { runId, inputLength: runInput.length, live, seen: new Set() }
-        const r = yield* ensureRunner
-        // Ctrl-C aborts the run at its next safe boundary; leaving (a second Ctrl-C, SIGTERM,
-        // SIGHUP) keeps it for the next time
-        controller.setRun(
-          Effect.suspend(() =>
-            controller.exitRequested() ? Effect.void : Effect.provideContext(abortRun(runId), r.context)
-          )
-        )
-        // the answer's schema travels with the run as JSON Schema (a resumed run has it already)
-        const output = options.output === undefined ?
-          {} :
-          { output: { jsonSchema: options.output.jsonSchema, name: options.output.name } }
-        const outcome = yield* startRun({
-          runId,
-          messages: runInput,
-          systemPrompt,
-          maxSteps: settings.maxSteps,
-          ...output
-        }).pipe(
-          Effect.andThen(awaitRun(runId, { interval: "50 millis" })),
-          Effect.provideContext(r.context),
-          Effect.mapError((e) => new CliError(`durable run ${runId}: ${e.message}`)),
-          Effect.map(Option.some),
-          Effect.raceFirst(Effect.as(Deferred.await(controller.exit), Option.none<AgentRunResult>()))
-        )
-        controller.setRun(undefined)
-        followed = undefined
-        if (Option.isNone(outcome)) {
-          report(`the durable run ${runId} is kept: run the same command again to resume it (agentloop runs shows it)`)
-          return undefined
-        }
-        const result = outcome.value
-        // a run taken over from an earlier process may have records written twice: always rebuilt
-        const rewritten = yield* reconcileSession(root, log.file, runId, result.messages.slice(runInput.length), !live)
-          .pipe(
-            Effect.mapError((e) => new CliError(e.message))
-          )
-        if (rewritten) {
-          log = yield* openSession(root, log.id).pipe(
-            Scope.provide(scope),
-            Effect.mapError((e) => new CliError(e.message))
-          )
-        }
-        return yield* endRun(result, runId)
-      })
-
-    const runDurable = (prompt: string) =>
-      Effect.gen(function*() {
-        const at = yield* Clock.currentTimeMillis
-        runCount++
-        const runId = runIdOf(log.id, runCount)
-        yield* append({ type: "run_start", at, prompt, runId })
-        const userMessage: Message = { role: "user", content: prompt, timestamp: at }
-        yield* append(userMessage)
-        const runInput = [...history, userMessage]
-        history = runInput
-        yield* renderer.line(style.dim(`durable run ${runId}`))
-        return yield* followRun(runId, runInput, true)
+          output: options.output,
+          runId: run.runId
+        }, true)
       })
 
     const resumePending = Effect.gen(function*() {
-      const run = unfinishedRun(log.records)
+      const run = unfinishedRun(session.log().records)
       if (run === undefined) return undefined
-      // the run's input: the session up to its prompt; the calls still waiting for an answer
-      const text = yield* Effect.try({
-        try: () => readFileSync(nodePath.join(root, log.file), "utf8"),
-        catch: (e) => new CliError(`cannot read ${log.file}: ${(e as { code?: string }).code ?? e}`)
-      })
-      const split = splitAtRun(text, run.runId)
-      if (split === undefined) return yield* Effect.fail(new CliError(`${log.file} has no run ${run.runId}`))
-      const loaded = yield* parseTranscript(`${split.before.join("\n")}\n`, log.file).pipe(
-        Effect.mapError((e) => new CliError(e.message))
-      )
-      const runInput = loaded.messages
-      const calls = new Map<string, ToolCall>()
-      for (const line of split.after) {
-        const m = (() => {
-          try {
-            return JSON.parse(line) as Partial<Message>
-          } catch {
-            return undefined
-          }
-        })()
-        if (m?.role === "assistant" && Array.isArray(m.content)) {
-          for (const part of m.content) if (part.type === "toolCall") calls.set(part.id, part)
-        }
-      }
-      history = runInput
+      const found = yield* unfinishedRunOf(root, session.log(), run)
+      session.resumeRun(found.input)
       yield* renderer.line(
         style.dim(`↻ resuming the durable run ${run.runId}: ${stripControl(run.prompt).slice(0, 80)}`)
       )
-      followed = { runId: run.runId, inputLength: runInput.length, live: false, seen: new Set() }
-      for (const p of run.pending) {
-        const call = calls.get(p.callId)
-        if (call !== undefined) yield* awaitApproval(run.runId, call, p.askedAt)
-      }
-      return yield* followRun(run.runId, runInput, false)
+      return yield* runOn({
+        systemPrompt: session.systemPrompt(),
+        messages: found.input,
+        maxSteps: settings.maxSteps,
+        output: options.output,
+        runId: run.runId,
+        resumed: { waiting: found.waiting }
+      }, false)
     })
-
-    const runPrompt = (prompt: string): Effect.Effect<AgentRunResult | undefined, CliError> =>
-      flags.durable ? runDurable(prompt) : runInMemory(prompt)
 
     return {
       root,
@@ -838,40 +388,36 @@ const makeAgent = (
       input,
       runPrompt,
       resumePending,
-      pendingRun: () => unfinishedRun(log.records),
+      pendingRun: () => unfinishedRun(session.log().records),
       compactNow: Effect.gen(function*() {
-        const done = yield* compactor.compactNow(history)
+        const done = yield* compactor.compactNow(session.history())
         if (!done) out(`${style.dim("nothing to compact yet")}\n`)
       }),
       clear: Effect.gen(function*() {
-        log = yield* newSession.pipe(Effect.catch((e) => Effect.as(Effect.sync(() => report(e.message)), log)))
-        history = []
-        runCount = 0
-        systemPrompt = configuredPrompt
+        yield* session.clear
         compactor.reset()
         always.clear()
-        sessionUsage = undefined
-        lastUsage = undefined
-        out(`${style.dim(`new session ${log.id}`)}\n`)
-      }).pipe(Scope.provide(scope)),
+        out(`${style.dim(`new session ${session.log().id}`)}\n`)
+      }),
       setModel: (name) =>
         Effect.gen(function*() {
-          modelContext = yield* modelOf(settings, name)
-          modelName = name
-          yield* append({ type: "model", at: yield* Clock.currentTimeMillis, model: name })
+          yield* models.set(name)
+          yield* session.append({ type: "model", at: yield* Clock.currentTimeMillis, model: name })
           out(`${style.dim(`model: ${name}`)}\n`)
         }).pipe(Scope.provide(scope)),
       describe: () =>
-        `${settings.provider ?? "?"} ${modelName ?? ""}${
+        `${settings.provider ?? "?"} ${models.name() ?? ""}${
           settings.baseUrl === undefined ? "" : ` at ${settings.baseUrl}`
         }`,
-      cost: () =>
-        `last run: ${describeUsage(lastUsage)}\nsession:  ${describeUsage(sessionUsage)}${
+      cost: () => {
+        const usage = session.usage()
+        return `last run: ${describeUsage(usage.last)}\nsession:  ${describeUsage(usage.session)}${
           contextWindow === undefined
             ? ""
             : `\ncontext window: ${formatTokens(contextWindow)} tokens (compaction at 75%)`
-        }`,
-      sessionFile: () => log.file
+        }`
+      },
+      sessionFile: () => session.log().file
     } satisfies Agent
   })
 
@@ -934,93 +480,6 @@ export const runCommand = (
     }
     process.exitCode = code
   })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
-
-/** The largest `--output-schema` file read (a schema is a few kilobytes). */
-const MAX_SCHEMA_BYTES = 1024 * 1024
-/** The deepest nesting of objects and arrays in an `--output-schema` file. */
-const MAX_SCHEMA_DEPTH = 64
-
-/** How deep `value` nests objects and arrays, up to `limit + 1` (iterative: no stack to overflow). */
-const nestingDepth = (value: unknown, limit: number): number => {
-  let deepest = 0
-  const stack: Array<readonly [unknown, number]> = [[value, 0]]
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!
-    if (typeof v !== "object" || v === null) continue
-    if (depth + 1 > deepest) deepest = depth + 1
-    if (deepest > limit) return deepest
-    for (const child of Object.values(v)) stack.push([child, depth + 1])
-  }
-  return deepest
-}
-
-/**
- * Reads a regular file of at most `max` bytes: a FIFO, a device or a folder is refused before
- * anything is read (the open does not block on a FIFO), a larger file before it is read whole.
- */
-const readRegularFile = (path: string, max: number): string => {
-  const fd = openSync(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK)
-  try {
-    const stat = fstatSync(fd)
-    if (!stat.isFile()) {
-      throw new CliError(
-        stat.isDirectory() ? "it is a folder" : "it is not a regular file (a FIFO, a device or a socket)"
-      )
-    }
-    if (stat.size > max) throw new CliError(`it is larger than ${max} bytes`)
-    const buffer = Buffer.alloc(max + 1)
-    let length = 0
-    while (length <= max) {
-      const n = readSync(fd, buffer, length, max + 1 - length, null)
-      if (n === 0) break
-      length += n
-    }
-    if (length > max) throw new CliError(`it is larger than ${max} bytes`)
-    return buffer.subarray(0, length).toString("utf8")
-  } finally {
-    closeSync(fd)
-  }
-}
-
-/**
- * Reads `--output-schema FILE`: a JSON Schema the answer must satisfy; checked before anything
- * runs. The file may be anywhere (the user names it), but it must be a regular file of at most
- * 1 MiB nesting at most 64 levels; a JSON syntax error names its line and column only, never the
- * file's text (it may be a file that was not meant to be shown, e.g. through a link).
- */
-const readOutputSchema = (file: string): Effect.Effect<OutputSchema<unknown>, CliError> =>
-  Effect.gen(function*() {
-    if (file.trim().length === 0) {
-      return yield* Effect.fail(new CliError("--output-schema is empty: give a JSON Schema file"))
-    }
-    const text = yield* Effect.try({
-      try: () => readRegularFile(nodePath.resolve(file), MAX_SCHEMA_BYTES),
-      catch: (e) =>
-        new CliError(
-          `--output-schema ${file}: cannot read it (${
-            e instanceof CliError ? e.message : (e as { code?: string }).code ?? "unreadable"
-          })`
-        )
-    })
-    const json = yield* Effect.try({
-      try: (): unknown => JSON.parse(text),
-      catch: (e) => {
-        const at = /position (\d+)/.exec(e instanceof Error ? e.message : "")
-        const where = at === null ? "" : (() => {
-          const before = text.slice(0, Number(at[1]))
-          const line = before.split("\n").length
-          return ` at line ${line}, column ${before.length - before.lastIndexOf("\n")}`
-        })()
-        return new CliError(`--output-schema ${file}: not valid JSON${where}`)
-      }
-    })
-    if (nestingDepth(json, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH) {
-      return yield* Effect.fail(new CliError(`--output-schema ${file}: nested deeper than ${MAX_SCHEMA_DEPTH} levels`))
-    }
-    return yield* outputSchemaFromJson(json).pipe(
-      Effect.mapError((e) => new CliError(`--output-schema ${file}: ${e.message}`))
-    )
-  })
 
 /** The latest session whose durable run of `task` did not end (a process killed or stopped while it ran). */
 const interruptedTask = (root: string, task: string) =>

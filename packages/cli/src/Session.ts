@@ -6,19 +6,14 @@
  *
  * @since 0.1.0
  */
-import {
-  callbackSinkLayer,
-  makeTranscriptWriter,
-  Model,
-  PersistenceError,
-  runAgentLoop,
-  transcriptSink
-} from "@agentloop/core"
+import { makeTranscriptWriter, Model, PersistenceError, transcriptSink } from "@agentloop/core"
 import type { AgentRunResult, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
 import { checkInvariants } from "@agentloop/testkit"
 import type { InvariantViolation } from "@agentloop/testkit"
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { CliError } from "./CliError.ts"
 import type { Renderer } from "./Renderer.ts"
+import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
 /**
@@ -33,6 +28,8 @@ export interface SessionOptions {
   /** How many times to ask the model to continue after a response cut by its token limit. */
   readonly continuations: number
   readonly renderer: Renderer
+  /** The engine its runs run on, on the session's model and tools (default: in memory, every call allowed). */
+  readonly engine?: Layer.Layer<RunEngine, never, Model | Executor> | undefined
 }
 
 /**
@@ -70,7 +67,7 @@ export const CODING_SYSTEM_PROMPT = "You are a careful coding agent working in a
   "relative to the project folder. When you are done, say briefly what you changed."
 
 /**
- * Runs a session with the `Model` and `Executor` in context.
+ * Runs a session with the `Model` and `Executor` in context, each run on `options.engine`.
  *
  * @since 0.1.0
  * @category sessions
@@ -96,6 +93,10 @@ export const runSession = (options: SessionOptions) =>
         }
       })
     )
+    const engine = Context.get(
+      yield* Layer.build((options.engine ?? inMemoryEngine()).pipe(Layer.provide(recordingModel))),
+      RunEngine
+    )
     const { renderer } = options
     const runs: Array<AgentRunResult> = []
     const violations: Array<InvariantViolation> = []
@@ -105,15 +106,16 @@ export const runSession = (options: SessionOptions) =>
     while (true) {
       const events: Array<LoopEvent> = []
       const firstRequest = requests.length
-      const sink = callbackSinkLayer((event) => {
-        events.push(event)
-        if (event.type === "tool_start") toolsRun++
-        return Effect.andThen(persist.emit(event), renderer.render(event))
-      })
-      const result = yield* runAgentLoop({ systemPrompt: options.systemPrompt, messages, maxSteps: options.maxSteps })
-        .pipe(
-          Effect.provide(Layer.merge(recordingModel, sink))
-        )
+      const result = yield* engine.run(
+        { systemPrompt: options.systemPrompt, messages, maxSteps: options.maxSteps },
+        (event) => {
+          if (event.type === "turn_start") return Effect.void
+          events.push(event)
+          if (event.type === "tool_start") toolsRun++
+          return Effect.andThen(persist.emit(event), renderer.render(event))
+        }
+      )
+      if (result === undefined) return yield* Effect.fail(new CliError("the session stopped while its run went on"))
       runs.push(result)
       violations.push(...checkInvariants({ input: messages, result, events, requests: requests.slice(firstRequest) }))
       if (result.reason !== "length" || runs.length > options.continuations) break

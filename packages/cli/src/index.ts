@@ -5,11 +5,13 @@
  */
 export * from "./Agent.ts"
 export * from "./Approvals.ts"
+export * from "./CliError.ts"
 export * from "./Compaction.ts"
 export * from "./Config.ts"
 export * from "./DemoScript.ts"
 export { agentloop, main } from "./main.ts"
 export * from "./Renderer.ts"
+export * from "./RunEngine.ts"
 export * from "./Sanitize.ts"
 export * from "./Session.ts"
 export * from "./Sessions.ts"

@@ -264,8 +264,9 @@ const demo = Command.make("demo", {
         process.stderr.write(`agentloop: ${e.message}\n`)
         process.exitCode = 1
       })),
-    // a write that failed or was refused (a link, outside the workspace): one line, no stack
-    Effect.catchTag("PersistenceError", (e) =>
+    // a write that failed or was refused (a link, outside the workspace), a run that could not go on: one line,
+    // no stack
+    Effect.catchTag(["PersistenceError", "CliError"], (e) =>
       Effect.sync(() => {
         process.stderr.write(`agentloop: ${e.message}\n`)
         process.exitCode = 1

@@ -4,7 +4,9 @@ import { Effect } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import {
+  countingScript,
   eventually,
+  isSummaryRequest,
   jsonLines,
   makeWorkspace,
   processesWith,
@@ -26,9 +28,6 @@ const answer = async (cli: Running, marker: string | RegExp, line: string, from 
   cli.write(`${line}\r`)
   return at
 }
-
-const isSummaryRequest = (body: Record<string, unknown>) =>
-  JSON.stringify(body).includes("You summarise the earlier part of a coding session")
 
 describe("agentloop chat (in a pseudo-terminal)", () => {
   it("approvals answered y, n with a reason, and a (always for this tool); /cost; /compact", async () => {
@@ -320,16 +319,7 @@ describe("agentloop run: compaction, SIGHUP and a closed pipe", () => {
     "a small context window: older turns are summarised into one message, the latest kept, the file keeps everything",
     async () => {
       const ws = makeWorkspace()
-      let turns = 0
-      const server = await scriptServer((body) => {
-        if (isSummaryRequest(body)) return { text: "Ran seq; it printed numbers.", usage: { input: 40, output: 6 } }
-        const index = turns++
-        if (index === 0) return { calls: [{ id: "s1", name: "bash", args: { command: "seq 1 400" } }] }
-        if (index < 4) {
-          return { calls: [{ id: `s${index + 1}`, name: "bash", args: { command: `echo step ${index}` } }] }
-        }
-        return { text: "finished" }
-      })
+      const server = await scriptServer(countingScript(4, { input: 40, output: 6 }))
       try {
         const cli = startCli(["run", "--yes", "--context-window", "1000", ...providerFlags(server), "count"], {
           cwd: ws,

@@ -8,7 +8,9 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { buildTimeline, parseSessionText } from "../src/view/index.ts"
 import {
+  countingScript,
   eventually,
+  isSummaryRequest,
   jsonLines,
   killAll,
   makeWorkspace,
@@ -405,18 +407,7 @@ describe("agentloop --durable", () => {
       "keeps everything",
     async () => {
       const ws = makeWorkspace()
-      const isSummaryRequest = (body: Record<string, unknown>) =>
-        JSON.stringify(body).includes("You summarise the earlier part of a coding session")
-      let turns = 0
-      const server = await scriptServer((body) => {
-        if (isSummaryRequest(body)) return { text: "Ran seq; it printed numbers." }
-        const index = turns++
-        if (index === 0) return { calls: [{ id: "s1", name: "bash", args: { command: "seq 1 400" } }] }
-        if (index < 3) {
-          return { calls: [{ id: `s${index + 1}`, name: "bash", args: { command: `echo step ${index}` } }] }
-        }
-        return { text: "finished" }
-      })
+      const server = await scriptServer(countingScript(3))
       try {
         const cli = startCli([
           "run",
@@ -445,6 +436,62 @@ describe("agentloop --durable", () => {
       } finally {
         await server.close()
       }
+    },
+    240_000
+  )
+
+  it(
+    "a durable run writes the session file an in-memory run writes: a turn_start per request with its step, after " +
+      "the compaction that request needed",
+    async () => {
+      /** The records and messages of a session file, without what differs from run to run (times, ids). */
+      const shapeOf = (file: string) =>
+        jsonLines(file).flatMap((l) => {
+          switch (l["type"]) {
+            case "session":
+              return []
+            case "turn_start":
+              return [`turn_start ${l["step"]}`]
+            case "compaction":
+              return [`compaction ${l["summarized"]} ${l["kept"]}`]
+            case "tool_start":
+            case "tool_end":
+            case "approval":
+              return [`${l["type"]} ${l["toolCallId"]}`]
+            case undefined:
+              return [`${l["role"]}`]
+            default:
+              return [`${l["type"]}`]
+          }
+        })
+      const runOnce = async (durable: boolean) => {
+        const ws = makeWorkspace()
+        const server = await scriptServer(countingScript(3))
+        try {
+          const cli = startCli([
+            "run",
+            ...(durable ? ["--durable"] : []),
+            "--yes",
+            "--context-window",
+            "1000",
+            ...providerFlags(server),
+            "count"
+          ], { cwd: ws, env: testEnv(ws) })
+          const { code } = await cli.exited
+          assert.strictEqual(code, 0, cli.output() + cli.stderr())
+          const [file] = sessionFiles(ws)
+          return shapeOf(file!)
+        } finally {
+          await server.close()
+        }
+      }
+      const [inMemory, durable] = await Promise.all([runOnce(false), runOnce(true)])
+      assert.include(inMemory, "turn_start 4")
+      assert.isTrue(inMemory.some((l) => l.startsWith("compaction ")), "the run was compacted")
+      // the compaction comes before the turn_start of the request it shrank
+      const compacted = inMemory.findIndex((l) => l.startsWith("compaction "))
+      assert.match(inMemory[compacted + 1]!, /^turn_start \d$/)
+      assert.deepStrictEqual(durable, inMemory)
     },
     240_000
   )

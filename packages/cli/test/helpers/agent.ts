@@ -124,6 +124,32 @@ const anthropicBody = (step: Exclude<Step, { hang: true }>) => {
   return events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join("")
 }
 
+/** Whether a request is compaction's summary request. */
+export const isSummaryRequest = (body: Record<string, unknown>): boolean =>
+  JSON.stringify(body).includes("You summarise the earlier part of a coding session")
+
+/**
+ * A script that fills a small context window: `calls` bash calls (the first prints 400 lines), then
+ * a text answer; a summary request is answered with a summary (with `summaryUsage`).
+ */
+export const countingScript = (
+  calls: number,
+  summaryUsage?: { input: number; output: number }
+): (body: Record<string, unknown>) => Step => {
+  let turns = 0
+  return (body) => {
+    if (isSummaryRequest(body)) {
+      return { text: "Ran seq; it printed numbers.", ...(summaryUsage === undefined ? {} : { usage: summaryUsage }) }
+    }
+    const index = turns++
+    if (index === 0) return { calls: [{ id: "s1", name: "bash", args: { command: "seq 1 400" } }] }
+    if (index < calls) {
+      return { calls: [{ id: `s${index + 1}`, name: "bash", args: { command: `echo step ${index}` } }] }
+    }
+    return { text: "finished" }
+  }
+}
+
 /**
  * A server answering each request with the next step (or `next(body, index)`), in the format the
  * request's path asks for.
