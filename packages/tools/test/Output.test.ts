@@ -11,6 +11,7 @@ import {
   limitText,
   OUTPUT_FOLDER,
   outputStoreLayer,
+  READ_MAX_LINE_LENGTH,
   readTool
 } from "@agentloop/tools"
 import { assert, describe, it } from "@effect/vitest"
@@ -278,6 +279,35 @@ describe("bash: a cut output can be read back", () => {
         }))
         assert.isFalse(existsSync(`${root}/${path}`), "the file is removed with the layer")
         assert.deepStrictEqual(readdirSync(`${root}/${OUTPUT_FOLDER}`), [], "and so is the store's folder")
+      })
+    ))
+})
+
+describe("read: its notices name its limits", () => {
+  it.effect("the lines per call, the bytes per call and the characters per line; a caller's limit is not named", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        writeFileSync(`${root}/many.txt`, Array.from({ length: 2500 }, (_, i) => `l${i + 1}`).join("\n"))
+        assert.match(
+          text(yield* readTool.execute({ path: "many.txt" }, ctx)),
+          /\n\n\[Showing lines 1-2000 of 2500 \(read's limit: 2,000 lines per call\)\. Use offset=2001 to read on\.\]$/
+        )
+        assert.match(
+          text(yield* readTool.execute({ path: "many.txt", limit: 3 }, ctx)),
+          /\n\n\[Showing lines 1-3 of 2500\. Use offset=4 to read on\.\]$/
+        )
+        writeFileSync(`${root}/wide.txt`, Array.from({ length: 100 }, () => "w".repeat(1000)).join("\n"))
+        assert.match(
+          text(yield* readTool.execute({ path: "wide.txt" }, ctx)),
+          /\[Showing lines 1-50 of 100 \(read's limit: 50 KB per call\)\. Use offset=51 to read on\.\]$/
+        )
+        writeFileSync(`${root}/long.txt`, `short\n${"😀".repeat(READ_MAX_LINE_LENGTH)}\nshort\n`)
+        const long = text(yield* readTool.execute({ path: "long.txt" }, ctx))
+        assert.match(
+          long,
+          /\[1 line\(s\) longer than read's limit of 2,000 characters were cut there \(line 2\); use bash to see them whole\.\]$/
+        )
+        assert.include(long, `     2\t${"😀".repeat(READ_MAX_LINE_LENGTH / 2)} [... line cut at 2000 characters]`)
       })
     ))
 })
