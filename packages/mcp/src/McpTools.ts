@@ -37,6 +37,7 @@ import type {
   ToolResultMessage,
   ToolServices
 } from "@agentloop/core"
+import { OutputStore } from "@agentloop/tools"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -58,7 +59,6 @@ import {
   Stream
 } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import { OutputStore } from "@agentloop/tools"
 import { MCP_MAX_OUTPUT_CHARS } from "./Config.ts"
 import type { McpServerConfig } from "./Config.ts"
 import { McpConfigError, McpConnectError } from "./Errors.ts"

@@ -35,7 +35,10 @@ const toolContext = (name: string) => ({
 const call = (name: string, args: Record<string, unknown> = {}) =>
   Effect.gen(function*() {
     const mcp = yield* McpTools
-    return yield* mcp.executor.execute({ type: "toolCall", id: `call-${name}`, name, arguments: args }, toolContext(name))
+    return yield* mcp.executor.execute(
+      { type: "toolCall", id: `call-${name}`, name, arguments: args },
+      toolContext(name)
+    )
   })
 
 /** Runs `f` with the servers, and an output store in a fresh workspace shared with `read`. */
@@ -54,15 +57,24 @@ const withServers = <A, E>(
   })).pipe(Effect.provide(NodeServices.layer))
 
 const noticeOf = (shown: string) => {
-  const match = /output cut at ([\d,]+) characters, the first ([\d,]+) and last ([\d,]+) shown\. Full output: (\S+) - read it with offset=(\d+) to see the omitted part \.\.\.\]/
+  const match = new RegExp(
+    String.raw`output cut at ([\d,]+) characters, the first ([\d,]+) and last ([\d,]+) shown\. ` +
+      String.raw`Full output: (\S+) - read it with offset=(\d+) to see the omitted part \.\.\.\]`
+  )
     .exec(shown)
   if (match === null) throw new Error(`no notice with a file in: ${shown.slice(0, 200)}`)
   const num = (s: string) => Number(s.replaceAll(",", ""))
-  return { limit: num(match[1]!), head: num(match[2]!), tail: num(match[3]!), path: match[4]!, offset: Number(match[5]) }
+  return {
+    limit: num(match[1]!),
+    head: num(match[2]!),
+    tail: num(match[3]!),
+    path: match[4]!,
+    offset: Number(match[5])
+  }
 }
 
 describe("MCP results are capped", { timeout: 60_000 }, () => {
-  it.effect("a 4 MiB text result is cut to MCP_MAX_OUTPUT_CHARS; the file has it whole, read gives the lines back", () =>
+  it.effect("a 4 MiB text result is cut to MCP_MAX_OUTPUT_CHARS; the file has it whole, read gives its lines", () =>
     withServers([largeServer("big")], (root) =>
       Effect.gen(function*() {
         const count = 120_000 // about 4 MiB of text
@@ -83,15 +95,17 @@ describe("MCP results are capped", { timeout: 60_000 }, () => {
         // the head is whole lines, and the line the notice names is the first one not shown
         const head = shown.slice(0, shown.indexOf("[... "))
         assert.strictEqual(head, `${linesOf(notice.offset - 1)}\n`)
-        const read = yield* readTool.execute({ path: notice.path, offset: notice.offset, limit: 2 }, toolContext("read"))
+        const read = yield* readTool.execute(
+          { path: notice.path, offset: notice.offset, limit: 2 },
+          toolContext("read")
+        )
         assert.strictEqual(
           (read as { content: ReadonlyArray<{ text: string }> }).content[0]!.text.split("\n\n")[0],
           `${String(notice.offset).padStart(6)}\t${lineOf(notice.offset)}\n${String(notice.offset + 1).padStart(6)}\t${
             lineOf(notice.offset + 1)
           }`
         )
-      })
-    ))
+      })))
 
   it.effect("each server has its own cap (maxOutputChars); an embedded text resource counts as text", () =>
     withServers([largeServer("small", { maxOutputChars: 900 }), largeServer("wide")], () =>
@@ -104,8 +118,7 @@ describe("MCP results are capped", { timeout: 60_000 }, () => {
         const resource = textOf(yield* call("small__resource", { count: 2000 }))
         assert.isTrue(resource.startsWith("[resource file:///big.txt (text/plain)]\nline 1 "))
         assert.strictEqual(noticeOf(resource).limit, 900)
-      })
-    ))
+      })))
 
   it.effect("without an output store the notice says the text was not kept", () =>
     withServers([largeServer("big")], () =>
@@ -160,7 +173,10 @@ describe("limitResult", () => {
       ])
       const cut = yield* limitResult(over, 100)
       assert.strictEqual(cut.content.length, 2)
-      assert.match((cut.content[0] as { text: string }).text, /^a{33}\n\[\.\.\. 18 characters omitted \(line 1 of 2\)[^\]]*\]\nb{50}$/)
+      assert.match(
+        (cut.content[0] as { text: string }).text,
+        /^a{33}\n\[\.\.\. 18 characters omitted \(line 1 of 2\)[^\]]*\]\nb{50}$/
+      )
       assert.deepStrictEqual(cut.content[1], { type: "image", data: "AAAA", mimeType: "image/png" })
       assert.deepStrictEqual((cut.details as Record<string, unknown>)["truncated"], true)
     }))

@@ -316,7 +316,7 @@ export const bashTool = defineTool({
           if (spill === undefined) {
             const created = yield* Effect.result(store.create("bash").pipe(Scope.provide(callScope)))
             spill = created._tag === "Success" ? created.success : { notKept: created.failure.message }
-            if ("write" in spill) for (const chunk of early) yield* spill.write(chunk)
+            if ("write" in spill) { for (const chunk of early) yield* spill.write(chunk) }
             early.length = 0
           }
           if ("write" in spill) yield* spill.write(bytes)

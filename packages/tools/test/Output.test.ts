@@ -39,7 +39,11 @@ interface Notice {
 
 /** The file and offset a cut output's notice names. */
 const noticeOf = (shown: string): Notice => {
-  const match = /\[\.\.\. [\d,]+ characters omitted \(lines? ([\d,]+)(?:-([\d,]+))? of [\d,]+\): output cut at [\d,]+ characters, the first [\d,]+ and last [\d,]+ shown[^\]]*\. Full output: (\S+) - read it with offset=(\d+) to see the omitted part \.\.\.\]/
+  const match = new RegExp(
+    String.raw`\[\.\.\. [\d,]+ characters omitted \(lines? ([\d,]+)(?:-([\d,]+))? of [\d,]+\): ` +
+      String.raw`output cut at [\d,]+ characters, the first [\d,]+ and last [\d,]+ shown[^\]]*\. ` +
+      String.raw`Full output: (\S+) - read it with offset=(\d+) to see the omitted part \.\.\.\]`
+  )
     .exec(shown)
   if (match === null) throw new Error(`no notice with a file in: ${shown.slice(0, 300)}`)
   const num = (s: string) => Number(s.replaceAll(",", ""))
@@ -80,47 +84,54 @@ describe("cutLines", () => {
       fc.string({ unit: "binary", maxLength: 8 })
     )
     fc.assert(
-      fc.property(fc.array(piece, { maxLength: 120 }), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 40 }), (
-        pieces,
-        head,
-        tail
-      ) => {
-        const whole = pieces.join("")
-        const buffer = cutLines(whole, head, tail)
-        const cut = buffer.cut()
-        if (whole.length <= head + tail) {
-          assert.isUndefined(cut)
-          assert.strictEqual(buffer.whole, whole)
-          return
+      fc.property(
+        fc.array(piece, { maxLength: 120 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 40 }),
+        (
+          pieces,
+          head,
+          tail
+        ) => {
+          const whole = pieces.join("")
+          const buffer = cutLines(whole, head, tail)
+          const cut = buffer.cut()
+          if (whole.length <= head + tail) {
+            assert.isUndefined(cut)
+            assert.strictEqual(buffer.whole, whole)
+            return
+          }
+          assert.isDefined(cut)
+          if (cut === undefined) return
+          assert.isTrue(whole.startsWith(cut.head) && whole.endsWith(cut.tail))
+          assert.isAtMost(cut.head.length, head)
+          assert.isAtMost(cut.tail.length, tail)
+          const omitted = whole.slice(cut.head.length, whole.length - cut.tail.length)
+          assert.strictEqual(cut.omittedChars, omitted.length)
+          assert.isAbove(omitted.length, 0)
+          const window = whole.slice(0, head)
+          // the head ends a line, or its window holds no line break (its first line is longer than it)
+          assert.isTrue(cut.head.endsWith("\n") || !window.includes("\n"))
+          const startsLine = cut.tail.length === whole.length
+            ? true
+            : whole[whole.length - cut.tail.length - 1] === "\n"
+          const tailWindow = whole.slice(whole.length - tail)
+          assert.isTrue(startsLine || !tailWindow.slice(0, -1).includes("\n"))
+          assert.strictEqual(cut.insideLine, !cut.head.endsWith("\n") || !startsLine)
+          // no half of a surrogate pair on either side of a cut (unless the input had a lone one there)
+          const split = (at: number) =>
+            /[\uD800-\uDBFF]/.test(whole[at - 1] ?? "") && /[\uDC00-\uDFFF]/.test(whole[at] ?? "")
+          assert.isFalse(split(cut.head.length), "the head's cut splits a pair")
+          assert.isFalse(split(whole.length - cut.tail.length), "the tail's cut splits a pair")
+          // the lines as read numbers them: 1 + the line breaks before a character
+          const lineAt = (index: number) => 1 + (whole.slice(0, index).match(/\n/g)?.length ?? 0)
+          assert.strictEqual(cut.firstOmittedLine, lineAt(cut.head.length))
+          assert.strictEqual(cut.lastOmittedLine, lineAt(whole.length - cut.tail.length - 1))
+          const readLines = whole.split("\n")
+          if (readLines.length > 1 && readLines[readLines.length - 1] === "") readLines.pop()
+          assert.strictEqual(cut.totalLines, readLines.length)
         }
-        assert.isDefined(cut)
-        if (cut === undefined) return
-        assert.isTrue(whole.startsWith(cut.head) && whole.endsWith(cut.tail))
-        assert.isAtMost(cut.head.length, head)
-        assert.isAtMost(cut.tail.length, tail)
-        const omitted = whole.slice(cut.head.length, whole.length - cut.tail.length)
-        assert.strictEqual(cut.omittedChars, omitted.length)
-        assert.isAbove(omitted.length, 0)
-        const window = whole.slice(0, head)
-        // the head ends a line, or its window holds no line break (its first line is longer than it)
-        assert.isTrue(cut.head.endsWith("\n") || !window.includes("\n"))
-        const startsLine = cut.tail.length === whole.length ? true : whole[whole.length - cut.tail.length - 1] === "\n"
-        const tailWindow = whole.slice(whole.length - tail)
-        assert.isTrue(startsLine || !tailWindow.slice(0, -1).includes("\n"))
-        assert.strictEqual(cut.insideLine, !cut.head.endsWith("\n") || !startsLine)
-        // no half of a surrogate pair on either side of a cut (unless the input had a lone one there)
-        const split = (at: number) =>
-          /[\uD800-\uDBFF]/.test(whole[at - 1] ?? "") && /[\uDC00-\uDFFF]/.test(whole[at] ?? "")
-        assert.isFalse(split(cut.head.length), "the head's cut splits a pair")
-        assert.isFalse(split(whole.length - cut.tail.length), "the tail's cut splits a pair")
-        // the lines as read numbers them: 1 + the line breaks before a character
-        const lineAt = (index: number) => 1 + (whole.slice(0, index).match(/\n/g)?.length ?? 0)
-        assert.strictEqual(cut.firstOmittedLine, lineAt(cut.head.length))
-        assert.strictEqual(cut.lastOmittedLine, lineAt(whole.length - cut.tail.length - 1))
-        const readLines = whole.split("\n")
-        if (readLines.length > 1 && readLines[readLines.length - 1] === "") readLines.pop()
-        assert.strictEqual(cut.totalLines, readLines.length)
-      }),
+      ),
       { numRuns: 2000 }
     )
   })
@@ -226,7 +237,9 @@ describe("bash: a cut output can be read back", () => {
         const out = yield* bashTool.execute({ command }, ctx)
         const notice = noticeOf(text(out))
         const kept = readFileSync(`${root}/${notice.path}`)
-        const stdout = Buffer.concat(Array.from({ length: 8000 }, () => Buffer.from([0xf0, 0x9f, 0x98, 0x80, 0xff, 0x0a])))
+        const stdout = Buffer.concat(
+          Array.from({ length: 8000 }, () => Buffer.from([0xf0, 0x9f, 0x98, 0x80, 0xff, 0x0a]))
+        )
         const withoutStderr = Buffer.from(kept.toString("latin1").replaceAll("e\n", ""), "latin1")
         assert.isTrue(withoutStderr.equals(stdout), "stdout's bytes, whole, in order")
         assert.strictEqual(kept.length, stdout.length + 8000 * 2)
@@ -250,7 +263,11 @@ describe("bash: a cut output can be read back", () => {
         const out = yield* bashTool.execute({ command: "seq 1 100000" }, ctx)
         assert.match(
           text(out),
-          /\[\.\.\. [\d,]+ characters omitted \(lines [\d,]+-[\d,]+ of 100,000\): output cut at 30,000 characters, the first 10,000 and last 20,000 shown\. The full output was not kept: no output store is set up \(outputStoreLayer\)\. \.\.\.\]/
+          new RegExp(
+            String.raw`\[\.\.\. [\d,]+ characters omitted \(lines [\d,]+-[\d,]+ of 100,000\): output cut at 30,000 ` +
+              String.raw`characters, the first 10,000 and last 20,000 shown\. The full output was not kept: ` +
+              String.raw`no output store is set up \(outputStoreLayer\)\. \.\.\.\]`
+          )
         )
         assert.isUndefined(details(out)["fullOutput"])
       })
@@ -269,7 +286,12 @@ describe("bash: a cut output can be read back", () => {
           const shown = result.content.map((c) => (c.type === "text" ? c.text : "")).join("")
           const notice = noticeOf(shown)
           const read = yield* executor.execute(
-            { type: "toolCall", id: "c2", name: "read", arguments: { path: notice.path, offset: notice.offset, limit: 1 } },
+            {
+              type: "toolCall",
+              id: "c2",
+              name: "read",
+              arguments: { path: notice.path, offset: notice.offset, limit: 1 }
+            },
             ctx
           )
           const first = read.content.map((c) => (c.type === "text" ? c.text : "")).join("")
@@ -305,7 +327,10 @@ describe("read: its notices name its limits", () => {
         const long = text(yield* readTool.execute({ path: "long.txt" }, ctx))
         assert.match(
           long,
-          /\[1 line\(s\) longer than read's limit of 2,000 characters were cut there \(line 2\); use bash to see them whole\.\]$/
+          new RegExp(
+            String.raw`\[1 line\(s\) longer than read's limit of 2,000 characters were cut there \(line 2\); ` +
+              String.raw`use bash to see them whole\.\]$`
+          )
         )
         assert.include(long, `     2\t${"😀".repeat(READ_MAX_LINE_LENGTH / 2)} [... line cut at 2000 characters]`)
       })
@@ -329,4 +354,3 @@ describe("limitText", () => {
       }))
     ))
 })
-

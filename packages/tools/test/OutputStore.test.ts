@@ -130,13 +130,15 @@ describe("OutputStore", () => {
       })
     ))
 
-  it.effect("a process swapping .agentloop for a link to outside, over and over, never gets a byte outside", () =>
-    inWorkspace((root) =>
-      Effect.gen(function*() {
-        const outside = outsideOf(root)
-        mkdirSync(`${root}/.agentloop`)
-        // renames and links only: the swapper itself never writes into the folder outside
-        const script = `const fs = require("node:fs"); process.chdir(${JSON.stringify(root)});
+  it.effect(
+    "a process swapping .agentloop for a link to outside, over and over, never gets a byte outside",
+    () =>
+      inWorkspace((root) =>
+        Effect.gen(function*() {
+          const outside = outsideOf(root)
+          mkdirSync(`${root}/.agentloop`)
+          // renames and links only: the swapper itself never writes into the folder outside
+          const script = `const fs = require("node:fs"); process.chdir(${JSON.stringify(root)});
           const quiet = (f) => { try { f() } catch {} };
           for (let i = 0; i < 20000; i++) {
             quiet(() => fs.renameSync(".agentloop", ".real"));
@@ -144,26 +146,28 @@ describe("OutputStore", () => {
             quiet(() => fs.lstatSync(".agentloop").isSymbolicLink() && fs.unlinkSync(".agentloop"));
             quiet(() => fs.renameSync(".real", ".agentloop"));
           }`
-        const swapper = spawn(process.execPath, ["-e", script], { stdio: "ignore" })
-        const done = new Promise((resolve) => swapper.on("exit", resolve))
-        let kept = 0
-        let attempts = 0
-        // new stores, so that every run walks the folders again while the swapper runs
-        while (swapper.exitCode === null && attempts < 400) {
-          attempts++
-          const { close, store } = yield* openStore
-          const result = yield* Effect.result(store.keep("bash", `run ${attempts}\n`))
-          if (result._tag === "Success") {
-            kept++
-            assert.match(result.success.path, new RegExp(`^${OUTPUT_FOLDER}/`))
+          const swapper = spawn(process.execPath, ["-e", script], { stdio: "ignore" })
+          const done = new Promise((resolve) => swapper.on("exit", resolve))
+          let kept = 0
+          let attempts = 0
+          // new stores, so that every run walks the folders again while the swapper runs
+          while (swapper.exitCode === null && attempts < 400) {
+            attempts++
+            const { close, store } = yield* openStore
+            const result = yield* Effect.result(store.keep("bash", `run ${attempts}\n`))
+            if (result._tag === "Success") {
+              kept++
+              assert.match(result.success.path, new RegExp(`^${OUTPUT_FOLDER}/`))
+            }
+            yield* close
           }
-          yield* close
-        }
-        yield* Effect.promise(() => done)
-        assert.deepStrictEqual(readdirSync(outside), [], "nothing was made outside the workspace")
-        assert.isAbove(kept, 0, "some runs found the real folder")
-      })
-    ), 60_000)
+          yield* Effect.promise(() => done)
+          assert.deepStrictEqual(readdirSync(outside), [], "nothing was made outside the workspace")
+          assert.isAbove(kept, 0, "some runs found the real folder")
+        })
+      ),
+    60_000
+  )
 
   it.effect("folders of dead processes are removed on first use; live ones, and links dressed as folders, stay", () =>
     inWorkspace((root) =>
@@ -195,39 +199,47 @@ describe("OutputStore", () => {
       })
     ))
 
-  it.effect(`one output keeps at most ${OUTPUT_KEEP_MAX_BYTES} bytes (what read opens), ending on a line break`, () =>
-    inWorkspace((root) =>
-      Effect.gen(function*() {
-        assert.strictEqual(OUTPUT_KEEP_MAX_BYTES, READ_MAX_FILE_BYTES)
-        const { close, store } = yield* openStore
-        const line = `${"é".repeat(499)}\n` // 999 bytes
-        const big = line.repeat(Math.ceil(OUTPUT_KEEP_MAX_BYTES / 999) + 10)
-        const kept = yield* store.keep("bash", big)
-        assert.isFalse(kept.complete)
-        assert.strictEqual(kept.bytes, Math.floor(OUTPUT_KEEP_MAX_BYTES / 999) * 999)
-        assert.strictEqual(kept.lines, Math.floor(OUTPUT_KEEP_MAX_BYTES / 999))
-        assert.isTrue(readFileSync(`${root}/${kept.path}`).equals(Buffer.from(big).subarray(0, kept.bytes)))
-        // one line longer than the limit: cut between two characters
-        const wide = yield* store.keep("bash", "é".repeat(OUTPUT_KEEP_MAX_BYTES))
-        assert.strictEqual(wide.bytes, OUTPUT_KEEP_MAX_BYTES)
-        const odd = yield* store.keep("bash", `x${"é".repeat(OUTPUT_KEEP_MAX_BYTES / 2)}`)
-        assert.strictEqual(odd.bytes, OUTPUT_KEEP_MAX_BYTES - 1, "not half of an é")
-        yield* close
-      })
-    ), 60_000)
+  it.effect(
+    `one output keeps at most ${OUTPUT_KEEP_MAX_BYTES} bytes (what read opens), ending on a line break`,
+    () =>
+      inWorkspace((root) =>
+        Effect.gen(function*() {
+          assert.strictEqual(OUTPUT_KEEP_MAX_BYTES, READ_MAX_FILE_BYTES)
+          const { close, store } = yield* openStore
+          const line = `${"é".repeat(499)}\n` // 999 bytes
+          const big = line.repeat(Math.ceil(OUTPUT_KEEP_MAX_BYTES / 999) + 10)
+          const kept = yield* store.keep("bash", big)
+          assert.isFalse(kept.complete)
+          assert.strictEqual(kept.bytes, Math.floor(OUTPUT_KEEP_MAX_BYTES / 999) * 999)
+          assert.strictEqual(kept.lines, Math.floor(OUTPUT_KEEP_MAX_BYTES / 999))
+          assert.isTrue(readFileSync(`${root}/${kept.path}`).equals(Buffer.from(big).subarray(0, kept.bytes)))
+          // one line longer than the limit: cut between two characters
+          const wide = yield* store.keep("bash", "é".repeat(OUTPUT_KEEP_MAX_BYTES))
+          assert.strictEqual(wide.bytes, OUTPUT_KEEP_MAX_BYTES)
+          const odd = yield* store.keep("bash", `x${"é".repeat(OUTPUT_KEEP_MAX_BYTES / 2)}`)
+          assert.strictEqual(odd.bytes, OUTPUT_KEEP_MAX_BYTES - 1, "not half of an é")
+          yield* close
+        })
+      ),
+    60_000
+  )
 
-  it.effect(`a store keeps at most ${OUTPUT_STORE_MAX_BYTES} bytes: the oldest files go first`, () =>
-    inWorkspace((root) =>
-      Effect.gen(function*() {
-        const { close, store } = yield* openStore
-        const chunk = "x".repeat(OUTPUT_KEEP_MAX_BYTES - 1) + "\n"
-        const paths: Array<string> = []
-        for (let i = 0; i < OUTPUT_STORE_MAX_BYTES / OUTPUT_KEEP_MAX_BYTES + 1; i++) {
-          paths.push((yield* store.keep("bash", chunk)).path)
-        }
-        assert.isFalse(existsSync(`${root}/${paths[0]}`), "the oldest is removed")
-        for (const path of paths.slice(1)) assert.isTrue(existsSync(`${root}/${path}`))
-        yield* close
-      })
-    ), 60_000)
+  it.effect(
+    `a store keeps at most ${OUTPUT_STORE_MAX_BYTES} bytes: the oldest files go first`,
+    () =>
+      inWorkspace((root) =>
+        Effect.gen(function*() {
+          const { close, store } = yield* openStore
+          const chunk = "x".repeat(OUTPUT_KEEP_MAX_BYTES - 1) + "\n"
+          const paths: Array<string> = []
+          for (let i = 0; i < OUTPUT_STORE_MAX_BYTES / OUTPUT_KEEP_MAX_BYTES + 1; i++) {
+            paths.push((yield* store.keep("bash", chunk)).path)
+          }
+          assert.isFalse(existsSync(`${root}/${paths[0]}`), "the oldest is removed")
+          for (const path of paths.slice(1)) assert.isTrue(existsSync(`${root}/${path}`))
+          yield* close
+        })
+      ),
+    60_000
+  )
 })

@@ -88,7 +88,10 @@ const openFolder = (parent: Dir, name: string, shown: string, mode: number | und
     }
   }
   try {
-    return { fd: NodeFs.openSync(at(parent, name), flags.O_RDONLY | O_DIRECTORY | O_NOFOLLOW), path: `${parent.path}/${name}` }
+    return {
+      fd: NodeFs.openSync(at(parent, name), flags.O_RDONLY | O_DIRECTORY | O_NOFOLLOW),
+      path: `${parent.path}/${name}`
+    }
   } catch (error) {
     const code = codeOf(error)
     if (code === "ELOOP" || code === "EMLINK" || code === "ENOTDIR") {
