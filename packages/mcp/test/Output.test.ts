@@ -10,18 +10,11 @@ import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, FileSystem, Layer } from "effect"
 import { readFileSync } from "node:fs"
-import { fileURLToPath } from "node:url"
-import { node, serversLayer, stripTypes, textOf } from "./helpers.ts"
+import { fakeServer, serversLayer, textOf } from "./helpers.ts"
 
-const largeServer = (name: string, extra: Partial<McpServerConfig> = {}): McpServerConfig => ({
-  name,
-  transport: "stdio",
-  command: node,
-  args: [...stripTypes, fileURLToPath(new URL("./fixtures/large-server.ts", import.meta.url))],
-  ...extra
-} as McpServerConfig)
+const largeServer = (name: string, extra: Partial<McpServerConfig> = {}) => fakeServer(name, extra)
 
-/** The fixture's line `i` (as test/fixtures/large-server.ts makes it). */
+/** The fixture's line `i` (as test/fixtures/misbehaving-server.ts makes it). */
 const lineOf = (i: number): string => `line ${i} é€😀 ${"y".repeat(i % 40)}`
 const linesOf = (count: number) => Array.from({ length: count }, (_, i) => lineOf(i + 1)).join("\n")
 
@@ -115,7 +108,7 @@ describe("MCP results are capped", { timeout: 60_000 }, () => {
         const fits = yield* call("wide__lines", { count: 100 })
         assert.strictEqual(textOf(fits), linesOf(100))
         assert.isUndefined((fits.details as Record<string, unknown>)["truncated"])
-        const resource = textOf(yield* call("small__resource", { count: 2000 }))
+        const resource = textOf(yield* call("small__big_resource", { count: 2000 }))
         assert.isTrue(resource.startsWith("[resource file:///big.txt (text/plain)]\nline 1 "))
         assert.strictEqual(noticeOf(resource).limit, 900)
       })))

@@ -114,15 +114,18 @@ const running = (pid: number): boolean => {
   }
 }
 
+/** The names in `dir`, or none when it cannot be listed. */
+const namesIn = (dir: Dir): Array<string> => {
+  try {
+    return NodeFs.readdirSync(listing(dir))
+  } catch {
+    return []
+  }
+}
+
 /** Unlinks every entry of `dir` (a link is removed, never followed; a folder in it stays). */
 const emptyFolder = (dir: Dir): void => {
-  let names: Array<string>
-  try {
-    names = NodeFs.readdirSync(listing(dir))
-  } catch {
-    return
-  }
-  for (const name of names) {
+  for (const name of namesIn(dir)) {
     try {
       NodeFs.unlinkSync(at(dir, name))
     } catch {
@@ -133,13 +136,7 @@ const emptyFolder = (dir: Dir): void => {
 
 /** Removes the store folders in `output` whose process no longer runs. */
 const removeStale = (output: Dir): void => {
-  let names: Array<string>
-  try {
-    names = NodeFs.readdirSync(listing(output))
-  } catch {
-    return
-  }
-  for (const name of names) {
+  for (const name of namesIn(output)) {
     const pid = ownName.exec(name)?.[1]
     if (pid === undefined || Number(pid) === process.pid || running(Number(pid))) continue
     try {
@@ -160,6 +157,8 @@ const removeStale = (output: Dir): void => {
 export class SpillFolder {
   private readonly output: Dir
   private readonly own: Dir
+  /** Set by `close`: the descriptors are gone (their numbers may name other files by now). */
+  private closed = false
   /** The folder as shown to the model, relative to the workspace root. */
   readonly shown: string
 
@@ -211,6 +210,7 @@ export class SpillFolder {
 
   /** Creates a new temporary file in the folder: its name and descriptor. */
   createTemporary(): { readonly name: string; readonly fd: number } {
+    if (this.closed) throw new SpillError("the output store is closed")
     const name = `.${randomBytes(8).toString("hex")}.tmp`
     try {
       const how = flags.O_WRONLY | flags.O_CREAT | flags.O_EXCL | O_NOFOLLOW
@@ -232,6 +232,7 @@ export class SpillFolder {
 
   /** Closes `fd` and gives the temporary file `temporary` its final name. */
   commit(fd: number, temporary: string, name: string): void {
+    if (this.closed) throw new SpillError("the output store is closed")
     try {
       NodeFs.closeSync(fd)
       NodeFs.renameSync(at(this.own, temporary), at(this.own, name))
@@ -243,6 +244,7 @@ export class SpillFolder {
   /** Removes the file `name` (closing `fd` first when given); never fails. */
   remove(name: string, fd?: number): void {
     if (fd !== undefined) closeQuietly(fd)
+    if (this.closed) return // close removed it with the folder
     try {
       NodeFs.unlinkSync(at(this.own, name))
     } catch {
@@ -252,6 +254,8 @@ export class SpillFolder {
 
   /** Removes the folder and everything in it; never fails. */
   close(): void {
+    if (this.closed) return
+    this.closed = true
     emptyFolder(this.own)
     closeQuietly(this.own.fd)
     try {
