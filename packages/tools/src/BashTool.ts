@@ -324,7 +324,7 @@ export const bashTool = defineTool({
       /** Where the whole output of a cut one is: its file, once complete, or why there is none. */
       const keptOutput = (): Effect.Effect<Kept> =>
         spill === undefined ?
-          Effect.succeed({ notKept: "it was lost" }) :
+          Effect.succeed({ notKept: "the command was stopped before it was kept" }) :
           "write" in spill ?
           Effect.match(spill.keep, { onSuccess: (kept): Kept => kept, onFailure: (e) => ({ notKept: e.message }) }) :
           Effect.succeed(spill)
