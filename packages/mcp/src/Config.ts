@@ -32,6 +32,12 @@ export interface StdioServerConfig {
   readonly cwd?: string | undefined
   /** A call still running after this many milliseconds is cancelled and answered with a timeout error. */
   readonly timeoutMs?: number | undefined
+  /**
+   * The most characters of text one result of this server's tools shows the model (default
+   * `MCP_MAX_OUTPUT_CHARS`); a longer result keeps its first third and last two thirds around a
+   * notice, and its whole text goes to the `OutputStore` when there is one.
+   */
+  readonly maxOutputChars?: number | undefined
 }
 
 /**
@@ -48,6 +54,12 @@ export interface HttpServerConfig {
   readonly headers?: Readonly<Record<string, string>> | undefined
   /** A call still running after this many milliseconds is cancelled and answered with a timeout error. */
   readonly timeoutMs?: number | undefined
+  /**
+   * The most characters of text one result of this server's tools shows the model (default
+   * `MCP_MAX_OUTPUT_CHARS`); a longer result keeps its first third and last two thirds around a
+   * notice, and its whole text goes to the `OutputStore` when there is one.
+   */
+  readonly maxOutputChars?: number | undefined
 }
 
 /**
@@ -58,7 +70,17 @@ export interface HttpServerConfig {
  */
 export type McpServerConfig = StdioServerConfig | HttpServerConfig
 
+/**
+ * How many characters of text one MCP tool result shows the model unless its server's
+ * `maxOutputChars` says otherwise: 30,000, what `bash` shows (`BASH_OUTPUT_HEAD` + `BASH_OUTPUT_TAIL`).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const MCP_MAX_OUTPUT_CHARS = 30_000
+
 const TimeoutMs = Schema.Finite.check(Schema.isGreaterThan(0))
+const MaxOutputChars = Schema.Int.check(Schema.isGreaterThanOrEqualTo(100))
 
 const isHttpUrl = (url: string): boolean => {
   if (!URL.canParse(url)) return false
@@ -67,7 +89,8 @@ const isHttpUrl = (url: string): boolean => {
 }
 
 /**
- * One stdio entry of `mcpServers`: `{ "command", "args"?, "env"?, "cwd"?, "type"?: "stdio", "timeoutMs"? }`.
+ * One stdio entry of `mcpServers`:
+ * `{ "command", "args"?, "env"?, "cwd"?, "type"?: "stdio", "timeoutMs"?, "maxOutputChars"? }`.
  *
  * @since 0.1.0
  * @category schemas
@@ -78,12 +101,13 @@ export const StdioServerEntry = Schema.Struct({
   args: Schema.optionalKey(Schema.Array(Schema.String)),
   env: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   cwd: Schema.optionalKey(Schema.String),
-  timeoutMs: Schema.optionalKey(TimeoutMs)
+  timeoutMs: Schema.optionalKey(TimeoutMs),
+  maxOutputChars: Schema.optionalKey(MaxOutputChars)
 })
 
 /**
  * One Streamable HTTP entry of `mcpServers`:
- * `{ "url", "headers"?, "type"?: "http" | "streamable-http", "timeoutMs"? }`.
+ * `{ "url", "headers"?, "type"?: "http" | "streamable-http", "timeoutMs"?, "maxOutputChars"? }`.
  *
  * @since 0.1.0
  * @category schemas
@@ -92,7 +116,8 @@ export const HttpServerEntry = Schema.Struct({
   type: Schema.optionalKey(Schema.Literals(["http", "streamable-http", "streamableHttp"])),
   url: Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an http:// or https:// URL" })),
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
-  timeoutMs: Schema.optionalKey(TimeoutMs)
+  timeoutMs: Schema.optionalKey(TimeoutMs),
+  maxOutputChars: Schema.optionalKey(MaxOutputChars)
 })
 
 /**
@@ -131,7 +156,10 @@ export type McpServersSection = typeof McpServersSection.Type
  */
 export const serversFromSection = (section: McpServersSection): Array<McpServerConfig> =>
   Object.entries(section).map(([name, entry]): McpServerConfig => {
-    const timeout = entry.timeoutMs === undefined ? {} : { timeoutMs: entry.timeoutMs }
+    const limits = {
+      ...(entry.timeoutMs === undefined ? {} : { timeoutMs: entry.timeoutMs }),
+      ...(entry.maxOutputChars === undefined ? {} : { maxOutputChars: entry.maxOutputChars })
+    }
     if ("command" in entry) {
       return {
         name,
@@ -140,7 +168,7 @@ export const serversFromSection = (section: McpServersSection): Array<McpServerC
         args: entry.args ?? [],
         ...(entry.env === undefined ? {} : { env: entry.env }),
         ...(entry.cwd === undefined ? {} : { cwd: entry.cwd }),
-        ...timeout
+        ...limits
       }
     }
     return {
@@ -148,7 +176,7 @@ export const serversFromSection = (section: McpServersSection): Array<McpServerC
       transport: "http",
       url: entry.url,
       ...(entry.headers === undefined ? {} : { headers: entry.headers }),
-      ...timeout
+      ...limits
     }
   })
 

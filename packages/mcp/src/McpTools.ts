@@ -8,6 +8,10 @@
  * - **Arguments** are checked against the tool's input schema with ajv before anything is sent; a
  *   call that does not match is answered with an error result naming each field, and the server
  *   is not called.
+ * - **Results** whose text is longer than the server's `maxOutputChars` (default
+ *   `MCP_MAX_OUTPUT_CHARS`) are cut as `bash` output is, the whole text kept in the `OutputStore`
+ *   of the layer's context when there is one (see `limitResult`); every image of a result goes
+ *   through `McpToolsOptions.prepareImage`.
  * - **Progress** notifications become `tool_progress` events (`{ progress, total?, message? }`); at
  *   most `MCP_PROGRESS_BUFFER` wait to be reported, older ones are dropped when a server floods.
  * - **Abort, timeout, interruption** of a call send MCP's `notifications/cancelled` for it; the loop
@@ -33,6 +37,7 @@ import type {
   ToolResultMessage,
   ToolServices
 } from "@agentloop/core"
+import { OutputStore } from "@agentloop/tools"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -54,6 +59,7 @@ import {
   Stream
 } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
+import { MCP_MAX_OUTPUT_CHARS } from "./Config.ts"
 import type { McpServerConfig } from "./Config.ts"
 import { McpConfigError, McpConnectError } from "./Errors.ts"
 import { orderedDelivery } from "./internal/ordered.ts"
@@ -62,7 +68,8 @@ import type { StdioTransport } from "./internal/stdio.ts"
 import { argumentCheck } from "./internal/validate.ts"
 import type { ArgumentCheck } from "./internal/validate.ts"
 import { serverPrefix, toolNameFor } from "./Naming.ts"
-import { toToolResult } from "./Results.ts"
+import { limitResult, toToolResult } from "./Results.ts"
+import type { PrepareImage } from "./Results.ts"
 
 /**
  * How many progress notifications of one call may wait to become `tool_progress` events; when a
@@ -103,6 +110,11 @@ export interface McpToolsOptions {
   readonly trustAnnotations?: boolean | undefined
   /** The client name sent to the servers (default `agentloop`). */
   readonly clientName?: string | undefined
+  /**
+   * What every image of a result (an `image` part, or an embedded `image/*` resource) becomes
+   * before the model sees it: the place to resize images. Default: the image as the server sent it.
+   */
+  readonly prepareImage?: PrepareImage | undefined
 }
 
 /**
@@ -272,6 +284,8 @@ export const makeMcpTools = (
     const runPromise = yield* FiberSet.makeRuntimePromise<ChildProcessSpawner.ChildProcessSpawner>()
     const runFork = yield* FiberSet.makeRuntime<never>()
     const clientName = options.clientName ?? "agentloop"
+    // where cut results are kept whole: the one in the layer's context (none by default)
+    const store = yield* OutputStore
 
     // --- definitions ---------------------------------------------------------------------------
     const build = (): Snapshot => {
@@ -529,7 +543,11 @@ export const makeMcpTools = (
         // a tool-list change announced before this result is fetched before the result is handed back
         const refreshing = server.refreshing
         if (refreshing !== undefined) yield* Deferred.await(refreshing)
-        return toToolResult(call, name, entry.tool.name, exit.value)
+        return yield* limitResult(
+          toToolResult(call, name, entry.tool.name, exit.value),
+          server.config.maxOutputChars ?? MCP_MAX_OUTPUT_CHARS,
+          options.prepareImage
+        ).pipe(Effect.provideService(OutputStore, store))
       })
 
     const execute = (call: ToolCall, context: ToolContext): Effect.Effect<ToolResultMessage> =>

@@ -22,6 +22,8 @@
  * @since 0.1.0
  */
 import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "@agentloop/core"
+import { limitText } from "@agentloop/tools"
+import { Effect } from "effect"
 
 /**
  * The `details` of a result from an MCP tool.
@@ -36,6 +38,10 @@ export interface McpResultDetails {
   readonly resourceLinks?: ReadonlyArray<Record<string, unknown>>
   readonly resources?: ReadonlyArray<{ readonly uri: string; readonly mimeType?: string; readonly blob?: string }>
   readonly meta?: unknown
+  /** Set when the result's text was longer than its server's `maxOutputChars` and was cut. */
+  readonly truncated?: true
+  /** The file of the `OutputStore` with the whole text of a cut result (relative to the workspace). */
+  readonly fullOutput?: string
 }
 
 /**
@@ -158,3 +164,57 @@ export const toToolResult = (
     isError: result.isError === true
   }
 }
+
+/**
+ * What an image block of an MCP result becomes before the model sees it: an image (the same, or
+ * resized) or a text that stands for it. The seam through which `McpToolsOptions.prepareImage`
+ * passes every image of a result (an `image` part or an embedded `image/*` resource).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type PrepareImage = (
+  image: ImageContent,
+  source: { readonly server: string; readonly tool: string }
+) => Effect.Effect<TextContent | ImageContent>
+
+/**
+ * `result` within `maxChars` characters of text: when its text parts are longer together, they
+ * are joined (one line break between two parts) and cut like `bash` output (`limitText` from
+ * `@agentloop/tools`: the first third and the last two thirds, on line breaks, with a notice that
+ * names the limit and, when `OutputStore` keeps the whole text, its file and the `offset` to read
+ * it with); the images follow that text. Every image goes through `prepareImage` (as it is
+ * without one).
+ *
+ * @since 0.1.0
+ * @category converting
+ */
+export const limitResult = (
+  result: ToolResultMessage,
+  maxChars: number,
+  prepareImage?: PrepareImage
+): Effect.Effect<ToolResultMessage> =>
+  Effect.gen(function*() {
+    const source = (result.details as McpResultDetails | undefined)?.mcp ?? { server: "", tool: result.toolName }
+    const content: Array<TextContent | ImageContent> = []
+    for (const part of result.content) {
+      content.push(part.type === "image" && prepareImage !== undefined ? yield* prepareImage(part, source) : part)
+    }
+    const texts = content.filter((part): part is TextContent => part.type === "text")
+    const chars = texts.reduce((sum, part) => sum + part.text.length, Math.max(0, texts.length - 1))
+    if (chars <= maxChars) return { ...result, content }
+    const head = Math.floor(maxChars / 3)
+    const limited = yield* limitText(result.toolName, texts.map((part) => part.text).join("\n"), {
+      head,
+      tail: maxChars - head
+    })
+    return {
+      ...result,
+      content: [{ type: "text", text: limited.text }, ...content.filter((part) => part.type === "image")],
+      details: {
+        ...(result.details as McpResultDetails),
+        truncated: true,
+        ...(limited.fullOutput === undefined ? {} : { fullOutput: limited.fullOutput })
+      }
+    }
+  })

@@ -10,8 +10,11 @@
  * - stdout and stderr stream as `tool_progress` events (`{ stream, text }`) while it runs (the
  *   first `BASH_MAX_PROGRESS_CHARS` characters; after that one `{ stream, omitted: true }`).
  * - The result keeps the first `BASH_OUTPUT_HEAD` and last `BASH_OUTPUT_TAIL` characters of the
- *   combined output, with a note of what was cut; `details` has `exitCode`, `signal`,
- *   `timedOut`, `truncated` and `containment`. A non-zero exit, a signal or a timeout makes it an
+ *   combined output, cut on line breaks (inside a line only when one is longer than its part, and
+ *   then between two characters), with a notice of what was cut, the limit, and the file of the
+ *   `OutputStore` that has the whole output byte for byte (read it with the `offset` the notice
+ *   gives); `details` has `exitCode`, `signal`, `timedOut`, `truncated`, `containment`, and
+ *   `fullOutput` (that file) when there is one. A non-zero exit, a signal or a timeout makes it an
  *   error result.
  * - Timeout (default `BASH_DEFAULT_TIMEOUT_SECONDS`, at most `BASH_MAX_TIMEOUT_SECONDS`), abort,
  *   interruption and the command's normal end kill everything it started: in a PID namespace
@@ -23,12 +26,15 @@
  * @since 0.1.0
  */
 import { defineTool, ToolError } from "@agentloop/core"
-import { Context, Duration, Effect, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Option, Schema, Scope, Semaphore, Stream } from "effect"
 import type { PlatformError } from "effect"
 import { ChildProcess } from "effect/process"
 import type { ChildProcessSpawner } from "effect/process"
 import { readFileSync } from "node:fs"
-import { HeadTailBuffer } from "./internal/text.ts"
+import { cutNotice, LineCutBuffer, showCut, Utf8Chunks } from "./internal/text.ts"
+import type { Kept } from "./internal/text.ts"
+import { OutputStore } from "./OutputStore.ts"
+import type { OutputFile } from "./OutputStore.ts"
 import { Workspace } from "./Workspace.ts"
 
 /** @since 0.1.0 @category constants */
@@ -269,7 +275,8 @@ export const bashTool = defineTool({
   name: "bash",
   exclusive: true,
   description: "Run a bash command in the workspace root and return its combined stdout and stderr. " +
-    `Long output keeps its first ${BASH_OUTPUT_HEAD / 1000}k and last ${BASH_OUTPUT_TAIL / 1000}k characters. ` +
+    `Long output keeps its first ${BASH_OUTPUT_HEAD / 1000}k and last ${BASH_OUTPUT_TAIL / 1000}k characters ` +
+    "(the result then names a file with all of it, to read with offset). " +
     `Times out after ${BASH_DEFAULT_TIMEOUT_SECONDS} s unless timeout is given; on timeout every process it ` +
     "started is killed. No input can be given (stdin is closed); do not start interactive programs.",
   parameters: Schema.Struct({
@@ -279,7 +286,7 @@ export const bashTool = defineTool({
     )
   }),
   execute: ({ command, timeout }, ctx) =>
-    Effect.gen(function*() {
+    Effect.scoped(Effect.gen(function*() {
       if (command.trim().length === 0) return yield* new ToolError({ message: "command is empty" })
       const commandBytes = Buffer.byteLength(command, "utf8")
       if (commandBytes > BASH_MAX_COMMAND_BYTES) {
@@ -292,20 +299,56 @@ export const bashTool = defineTool({
       const options = yield* BashSettings
       const containment = options.containment === "process-group" ? "process-group" : yield* detectContainment
       const seconds = timeout ?? BASH_DEFAULT_TIMEOUT_SECONDS
-      const output = new HeadTailBuffer(BASH_OUTPUT_HEAD, BASH_OUTPUT_TAIL)
+      const store = yield* OutputStore
+      // the file of a cut output lives until the result is made (the command's own scope closes before)
+      const callScope = yield* Effect.scope
+      const output = new LineCutBuffer(BASH_OUTPUT_HEAD, BASH_OUTPUT_TAIL)
+      // the raw bytes, in the order their text reached `output`: in memory until the output is cut,
+      // then in a file of the output store (opened at that moment, so short outputs cost no file)
+      const early: Array<Uint8Array> = []
+      let spill: OutputFile | { readonly notKept: string } | undefined
+      const keepBytes = (bytes: Uint8Array): Effect.Effect<void> =>
+        Effect.gen(function*() {
+          if (spill === undefined && !output.truncated) {
+            early.push(bytes)
+            return
+          }
+          if (spill === undefined) {
+            const created = yield* Effect.result(store.create("bash").pipe(Scope.provide(callScope)))
+            spill = created._tag === "Success" ? created.success : { notKept: created.failure.message }
+            if ("write" in spill) { for (const chunk of early) yield* spill.write(chunk) }
+            early.length = 0
+          }
+          if ("write" in spill) yield* spill.write(bytes)
+        })
+      /** Where the whole output of a cut one is: its file, once complete, or why there is none. */
+      const keptOutput = (): Effect.Effect<Kept> =>
+        spill === undefined ?
+          Effect.succeed({ notKept: "the command was stopped before it was kept" }) :
+          "write" in spill ?
+          Effect.match(spill.keep, { onSuccess: (kept): Kept => kept, onFailure: (e) => ({ notKept: e.message }) }) :
+          Effect.succeed(spill)
+      const order = yield* Semaphore.make(1)
       let progressed = 0
-      const pump = (stream: Stream.Stream<Uint8Array, PlatformError.PlatformError>, name: "stdout" | "stderr") =>
-        stream.pipe(
-          Stream.decodeText(),
-          Stream.runForEach((text) => {
-            output.append(text)
-            if (progressed >= BASH_MAX_PROGRESS_CHARS) return Effect.void
+      const pump = (stream: Stream.Stream<Uint8Array, PlatformError.PlatformError>, name: "stdout" | "stderr") => {
+        const chunks = new Utf8Chunks()
+        const take = ({ bytes, text }: { readonly bytes: Uint8Array; readonly text: string }) =>
+          Effect.gen(function*() {
+            // stdout's and stderr's pieces reach the text and the file in one order
+            yield* order.withPermits(1)(Effect.suspend(() => {
+              output.append(text)
+              return keepBytes(bytes)
+            }))
+            if (progressed >= BASH_MAX_PROGRESS_CHARS || text.length === 0) return
             progressed += text.length
-            return ctx.reportProgress(
+            yield* ctx.reportProgress(
               progressed >= BASH_MAX_PROGRESS_CHARS ? { stream: name, omitted: true } : { stream: name, text }
             )
           })
+        return Stream.runForEach(stream, (chunk) => take(chunks.push(chunk))).pipe(
+          Effect.andThen(Effect.suspend(() => take(chunks.end())))
         )
+      }
       const env = { ...bashEnvironment(options), PAGER: "cat", GIT_PAGER: "cat", TERM: "dumb", NO_COLOR: "1" }
       const [file, args] = commandLine(containment, command)
       const run = Effect.scoped(Effect.gen(function*() {
@@ -355,11 +398,17 @@ export const bashTool = defineTool({
         )
       } else if (signal !== null) notes.push(`[Command was killed by signal ${signal}.]`)
       else if (exitCode !== 0) notes.push(`[Command exited with code ${exitCode}.]`)
-      const text = output.text.length === 0 && notes.length === 0 ? "(no output)" : output.text
+      const cut = output.cut()
+      const kept: Kept | undefined = cut === undefined ? undefined : yield* keptOutput()
+      const shown = cut === undefined || kept === undefined ?
+        output.whole :
+        showCut(cut, cutNotice(cut, { head: BASH_OUTPUT_HEAD, tail: BASH_OUTPUT_TAIL }, kept))
+      const text = shown.length === 0 && notes.length === 0 ? "(no output)" : shown
+      const fullOutput = kept !== undefined && "path" in kept ? { fullOutput: kept.path } : {}
       return {
         content: [{ type: "text" as const, text: [text, ...notes].filter((s) => s.length > 0).join("\n") }],
-        details: { command, exitCode, signal, timedOut, truncated: output.truncated, containment },
+        details: { command, exitCode, signal, timedOut, truncated: cut !== undefined, containment, ...fullOutput },
         isError: timedOut || signal !== null || exitCode !== 0
       }
-    })
+    }))
 })

@@ -17,7 +17,7 @@ import { Effect, Schema } from "effect"
 import { extname } from "node:path"
 import { attempt, Confined } from "./internal/confined.ts"
 import { toToolError } from "./internal/files.ts"
-import { byteLength, cutAt, decodeUtf8, looksBinary } from "./internal/text.ts"
+import { byteLength, count, cutAt, decodeUtf8, looksBinary } from "./internal/text.ts"
 import { Workspace } from "./Workspace.ts"
 
 /** @since 0.1.0 @category constants */
@@ -106,24 +106,40 @@ export const readTool = defineTool({
       const out: Array<string> = []
       let bytesOut = 0
       let last = first - 1
-      let cutLines = 0
+      let full = false
+      const longLines: Array<number> = []
       for (let n = first; n <= total && n < first + wanted; n++) {
         let line = lines[n - 1]!
         if (line.length > READ_MAX_LINE_LENGTH) {
           line = `${cutAt(line, READ_MAX_LINE_LENGTH)} [... line cut at ${READ_MAX_LINE_LENGTH} characters]`
-          cutLines++
+          longLines.push(n)
         }
         const numbered = `${String(n).padStart(6)}\t${line}`
         bytesOut += byteLength(numbered) + 1
-        if (bytesOut > READ_MAX_BYTES && out.length > 0) break
+        if (bytesOut > READ_MAX_BYTES && out.length > 0) {
+          full = true
+          break
+        }
         out.push(numbered)
         last = n
       }
       const notes: Array<string> = []
       if (last < total) {
-        notes.push(`[Showing lines ${first}-${last} of ${total}. Use offset=${last + 1} to read on.]`)
+        // the notice names read's own limit when that is what stopped it (not the caller's `limit`)
+        const why = full ?
+          ` (read's limit: ${READ_MAX_BYTES / 1024} KB per call)` :
+          last - first + 1 === READ_MAX_LINES ?
+          ` (read's limit: ${count(READ_MAX_LINES)} lines per call)` :
+          ""
+        notes.push(`[Showing lines ${first}-${last} of ${total}${why}. Use offset=${last + 1} to read on.]`)
       }
-      if (cutLines > 0) notes.push(`[${cutLines} long line(s) were cut; use bash to see them whole.]`)
+      if (longLines.length > 0) {
+        const which = longLines.length > 10 ? `${longLines.slice(0, 10).join(", ")}, …` : longLines.join(", ")
+        notes.push(
+          `[${longLines.length} line(s) longer than read's limit of ${count(READ_MAX_LINE_LENGTH)} characters ` +
+            `were cut there (line ${which}); use bash to see them whole.]`
+        )
+      }
       return {
         content: [{ type: "text" as const, text: [out.join("\n"), ...notes].join("\n\n") }],
         details: { path: shown, firstLine: first, lastLine: last, totalLines: total, truncated: last < total }

@@ -11,12 +11,14 @@ import type { PlatformError } from "effect"
 import { bashOptionsLayer, bashTool } from "./BashTool.ts"
 import type { BashOptions } from "./BashTool.ts"
 import { editTool } from "./EditTool.ts"
+import { outputStoreLayer } from "./OutputStore.ts"
 import { readTool } from "./ReadTool.ts"
 import { workspaceLayer } from "./Workspace.ts"
 import { writeTool } from "./WriteTool.ts"
 
 export * from "./BashTool.ts"
 export * from "./EditTool.ts"
+export * from "./OutputStore.ts"
 export * from "./ReadTool.ts"
 export * from "./Workspace.ts"
 export * from "./WorkspaceFileError.ts"
@@ -43,7 +45,8 @@ export interface CodingToolsOptions {
 }
 
 /**
- * An `Executor` with the coding tools confined to `root`, on Node's file system and processes.
+ * An `Executor` with the coding tools confined to `root`, on Node's file system and processes, and
+ * an `OutputStore` for the outputs they cut (in `root`'s `.agentloop/output`, removed with the layer).
  *
  * @since 0.1.0
  * @category layers
@@ -53,7 +56,7 @@ export const codingToolsLayer = (
   options: CodingToolsOptions = {}
 ): Layer.Layer<Executor, PlatformError.PlatformError> =>
   toolExecutorLayer(codingTools).pipe(
-    Layer.provide(workspaceLayer(root)),
     Layer.provide(bashOptionsLayer(options.bash ?? {})),
+    Layer.provide(outputStoreLayer.pipe(Layer.provideMerge(workspaceLayer(root)))),
     Layer.provide(NodeServices.layer)
   )

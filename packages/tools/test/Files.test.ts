@@ -48,7 +48,10 @@ describe("read", () => {
           const fs = yield* FileSystem.FileSystem
           yield* fs.writeFileString(`${root}/many.txt`, Array.from({ length: 5000 }, (_, i) => `l${i + 1}`).join("\n"))
           const many = text(yield* readTool.execute({ path: "many.txt" }, ctx))
-          assert.match(many, /\[Showing lines 1-2000 of 5000\. Use offset=2001 to read on\.\]$/)
+          assert.match(
+            many,
+            /\[Showing lines 1-2000 of 5000 \(read's limit: 2,000 lines per call\)\. Use offset=2001 to read on\.\]$/
+          )
           yield* fs.writeFileString(`${root}/wide.txt`, Array.from({ length: 100 }, () => "x".repeat(1000)).join("\n"))
           const wide = yield* readTool.execute({ path: "wide.txt" }, ctx)
           assert.isAtMost(text(wide).length, READ_MAX_BYTES + 200)
