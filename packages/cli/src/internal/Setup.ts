@@ -5,7 +5,7 @@
 import { Model } from "@agentloop/core"
 import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
-import { bashOptionsLayer, codingTools, codingToolsLayer, workspaceLayer } from "@agentloop/tools"
+import { bashOptionsLayer, codingTools, codingToolsLayer, outputStoreLayer, workspaceLayer } from "@agentloop/tools"
 import { NodeServices } from "@effect/platform-node"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import type { Duration, Scope } from "effect"
@@ -94,6 +94,8 @@ export const toolsLayer = (
     if (servers.length === 0) return codingToolsLayer(root, { bash: { hideEnv } })
     return mcpExecutorLayer(codingTools).pipe(
       Layer.provideMerge(mcpToolsLayer(servers)),
+      // cut outputs (bash's, the MCP servers') are kept in the workspace, as codingToolsLayer keeps them
+      Layer.provide(outputStoreLayer),
       Layer.provide(workspaceLayer(root)),
       Layer.provide(bashOptionsLayer({ hideEnv })),
       Layer.provide(NodeServices.layer)
