@@ -236,25 +236,31 @@ const makeAgent = (
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
 
     // the system prompt of a new session: the built-in one (or its replacement), the config's addition, AGENTS.md
-    const projectContext = yield* readProjectContext(root, process.env)
-    for (const note of projectContext.notes) report(note)
-    const configuredPrompt = buildSystemPrompt({
-      tools: Context.get(executor, Executor).definitions,
-      workspace: root,
-      now: yield* Clock.currentTimeMillis,
-      platform: `${process.platform} ${process.arch}`,
-      addition: settings.systemPrompt,
-      replacement: settings.systemPromptReplacement,
-      projectContext: projectContextSection(projectContext)
+    // (read again for each new session: /init, then /clear)
+    const promptNow = Effect.gen(function*() {
+      const projectContext = yield* readProjectContext(root, process.env)
+      for (const note of projectContext.notes) report(note)
+      return buildSystemPrompt({
+        tools: Context.get(executor, Executor).definitions,
+        workspace: root,
+        now: yield* Clock.currentTimeMillis,
+        platform: `${process.platform} ${process.arch}`,
+        addition: settings.systemPrompt,
+        replacement: settings.systemPromptReplacement,
+        projectContext: projectContextSection(projectContext)
+      })
     })
+    let configuredPrompt = yield* promptNow
 
     // the session: new, the latest (--continue) or a given one (--resume ID)
-    const newSession = createSession(root, {
-      cwd: root,
-      provider: settings.provider ?? "",
-      model: settings.model ?? "",
-      systemPrompt: configuredPrompt
-    })
+    const newSession = Effect.suspend(() =>
+      createSession(root, {
+        cwd: root,
+        provider: settings.provider ?? "",
+        model: settings.model ?? "",
+        systemPrompt: configuredPrompt
+      })
+    )
     const resumeId = yield* sessionToOpen(root, flags)
     const log = yield* (resumeId === undefined ? newSession : openSession(root, resumeId)).pipe(
       Effect.mapError((e) => new CliError(e.message))
@@ -268,7 +274,14 @@ const makeAgent = (
         )
       )
     }
-    const session = makeAgentSession({ root, scope, log, configuredPrompt, create: newSession, report })
+    const session = makeAgentSession({
+      root,
+      scope,
+      log,
+      configuredPrompt: () => configuredPrompt,
+      create: newSession,
+      report
+    })
 
     const contextWindow = settings.contextWindow ??
       (settings.model === undefined ? undefined : knownContextWindow(settings.model))
@@ -423,6 +436,7 @@ const makeAgent = (
         if (!done) out(`${style.dim("nothing to compact yet")}\n`)
       }),
       clear: Effect.gen(function*() {
+        configuredPrompt = yield* promptNow
         yield* session.clear
         compactor.reset()
         always.clear()

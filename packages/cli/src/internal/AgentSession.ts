@@ -18,7 +18,7 @@ export interface AgentSessionOptions {
   readonly scope: Scope.Scope
   readonly log: SessionLog
   /** The system prompt of a new session (a resumed one keeps its own). */
-  readonly configuredPrompt: string
+  readonly configuredPrompt: () => string
   /** A new session file (`/clear`). */
   readonly create: Effect.Effect<SessionLog, PersistenceError, Scope.Scope>
   /** Shows a write that failed (the run goes on). */
@@ -71,7 +71,7 @@ export const makeAgentSession = (options: AgentSessionOptions): AgentSession => 
     // a resumed session keeps the system prompt it started with
     systemPrompt: log.header.systemPrompt !== undefined && log.header.systemPrompt.length > 0
       ? log.header.systemPrompt
-      : options.configuredPrompt,
+      : options.configuredPrompt(),
     history: log.messages,
     sessionUsage: summarize(log.id, log.records).usage,
     lastUsage: undefined as Usage | undefined
@@ -153,7 +153,7 @@ export const makeAgentSession = (options: AgentSessionOptions): AgentSession => 
       )
       state.history = []
       state.runs = 0
-      state.systemPrompt = options.configuredPrompt
+      state.systemPrompt = options.configuredPrompt()
       state.sessionUsage = undefined
       state.lastUsage = undefined
     })
