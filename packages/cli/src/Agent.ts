@@ -20,14 +20,17 @@ import type { FlagSettings } from "./Config.ts"
 import { abortDurableRun, approveRun, listWorkspaceRuns, runnerBusy, splitAtRun, unfinishedRun } from "./Durable.ts"
 import type { RecordedRun } from "./Durable.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
+import { attach } from "./internal/Attachments.ts"
+import { mentionCompleter } from "./internal/Completion.ts"
 import { durableEngine } from "./internal/DurableEngine.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
+import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
 import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
+import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
 import { stripControl } from "./Sanitize.ts"
-import { CODING_SYSTEM_PROMPT } from "./Session.ts"
 import { createSession, listSessions, openSession, readSession, SESSIONS_FOLDER } from "./Sessions.ts"
 import type { SessionLog } from "./Sessions.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
@@ -91,10 +94,14 @@ interface Agent {
   readonly controller: Controller
   readonly input: LineInput
   /**
-   * Runs a prompt; undefined when the program is leaving while a durable run goes on (the run is
-   * kept in its database and resumes when the command runs again).
+   * Runs a prompt, with what it attaches (its `@` mentions and dropped image paths unless
+   * `mentions` is false, and `images`); undefined when the program is leaving while a durable run
+   * goes on (the run is kept in its database and resumes when the command runs again).
    */
-  readonly runPrompt: (prompt: string) => Effect.Effect<AgentRunResult | undefined, CliError>
+  readonly runPrompt: (
+    prompt: string,
+    options?: { readonly images?: ReadonlyArray<string>; readonly mentions?: boolean }
+  ) => Effect.Effect<AgentRunResult | undefined, CliError>
   /** Resumes the session's interrupted durable run, when it has one (undefined otherwise, or when leaving). */
   readonly resumePending: Effect.Effect<AgentRunResult | undefined, CliError>
   /** The session's interrupted durable run, when it has one. */
@@ -225,17 +232,35 @@ const makeAgent = (
       )
     )
     const renderer = yield* makeRenderer({ write: out, style, live: display.isTTY === true, columns: display.columns })
-    const input = yield* makeLineInput(controller)
+    const input = yield* makeLineInput(controller, { complete: mentionCompleter(root) })
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
 
-    // the session: new, the latest (--continue) or a given one (--resume ID)
-    const configuredPrompt = settings.systemPrompt ?? CODING_SYSTEM_PROMPT
-    const newSession = createSession(root, {
-      cwd: root,
-      provider: settings.provider ?? "",
-      model: settings.model ?? "",
-      systemPrompt: configuredPrompt
+    // the system prompt of a new session: the built-in one (or its replacement), the config's addition, AGENTS.md
+    // (read again for each new session: /init, then /clear)
+    const promptNow = Effect.gen(function*() {
+      const projectContext = yield* readProjectContext(root, process.env)
+      for (const note of projectContext.notes) report(note)
+      return buildSystemPrompt({
+        tools: Context.get(executor, Executor).definitions,
+        workspace: root,
+        now: yield* Clock.currentTimeMillis,
+        platform: `${process.platform} ${process.arch}`,
+        addition: settings.systemPrompt,
+        replacement: settings.systemPromptReplacement,
+        projectContext: projectContextSection(projectContext)
+      })
     })
+    let configuredPrompt = yield* promptNow
+
+    // the session: new, the latest (--continue) or a given one (--resume ID)
+    const newSession = Effect.suspend(() =>
+      createSession(root, {
+        cwd: root,
+        provider: settings.provider ?? "",
+        model: settings.model ?? "",
+        systemPrompt: configuredPrompt
+      })
+    )
     const resumeId = yield* sessionToOpen(root, flags)
     const log = yield* (resumeId === undefined ? newSession : openSession(root, resumeId)).pipe(
       Effect.mapError((e) => new CliError(e.message))
@@ -249,7 +274,14 @@ const makeAgent = (
         )
       )
     }
-    const session = makeAgentSession({ root, scope, log, configuredPrompt, create: newSession, report })
+    const session = makeAgentSession({
+      root,
+      scope,
+      log,
+      configuredPrompt: () => configuredPrompt,
+      create: newSession,
+      report
+    })
 
     const contextWindow = settings.contextWindow ??
       (settings.model === undefined ? undefined : knownContextWindow(settings.model))
@@ -349,16 +381,26 @@ const makeAgent = (
         return result
       })
 
-    const runPrompt = (prompt: string) =>
+    const runPrompt: Agent["runPrompt"] = (prompt, attachments = {}) =>
       Effect.gen(function*() {
-        const run = yield* session.startRun(prompt, engine.runIdOf)
-        return yield* runOn({
+        const attached = yield* attach(root, prompt, attachments)
+        for (const note of attached.notes) yield* renderer.line(style.dim(stripControl(note)))
+        const run = yield* session.startRun(prompt, attached.content, engine.runIdOf)
+        const result = yield* runOn({
           systemPrompt: session.systemPrompt(),
           messages: run.input,
           maxSteps: settings.maxSteps,
           output: options.output,
           runId: run.runId
         }, true)
+        if (result?.reason === "error" && attached.images > 0 && result.steps <= 1) {
+          report(
+            `the request carried ${attached.images} image(s): if ${
+              models.name() ?? "the model"
+            } does not accept images, use a model that does (the error above is the provider's answer)`
+          )
+        }
+        return result
       })
 
     const resumePending = Effect.gen(function*() {
@@ -394,6 +436,7 @@ const makeAgent = (
         if (!done) out(`${style.dim("nothing to compact yet")}\n`)
       }),
       clear: Effect.gen(function*() {
+        configuredPrompt = yield* promptNow
         yield* session.clear
         compactor.reset()
         always.clear()
@@ -436,7 +479,12 @@ const reportCliError = (e: CliError) =>
  * @category commands
  */
 export const runCommand = (
-  flags: AgentFlags & { readonly task: string; readonly outputSchema: Option.Option<string> }
+  flags: AgentFlags & {
+    readonly task: string
+    readonly outputSchema: Option.Option<string>
+    /** `--image FILE`, repeatable: images in the workspace sent with the task. */
+    readonly image: ReadonlyArray<string>
+  }
 ): Effect.Effect<void> =>
   Effect.scoped(Effect.gen(function*() {
     if (flags.task.trim().length === 0) return yield* Effect.fail(new CliError("the task is empty"))
@@ -459,7 +507,9 @@ export const runCommand = (
       }\n`
     )
     let result = yield* agent.resumePending
-    if (!sameTask && !agent.controller.exitRequested()) result = yield* agent.runPrompt(flags.task)
+    if (!sameTask && !agent.controller.exitRequested()) {
+      result = yield* agent.runPrompt(flags.task, { images: flags.image })
+    }
     const exit = Option.getOrUndefined(yield* Deferred.poll(agent.controller.exit))
     if (result === undefined) {
       process.exitCode = exit === undefined ? 1 : yield* exit
@@ -501,7 +551,9 @@ const HELP = [
   "/compact         summarise older turns now (the session file keeps everything)",
   "/model NAME      switch the model (same provider)",
   "/clear           start a new session",
+  "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
   "/exit            leave (or Ctrl-D); Ctrl-C aborts a run, twice within 2 s exits",
+  "@path            attach a workspace file (Tab completes paths); an image (PNG, JPEG, GIF, WebP) goes as an image",
   "A line ending with \\ continues on the next line."
 ].join("\n")
 
@@ -538,7 +590,14 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
         else if (command === "/cost") out(`${agent.cost()}\n`)
         else if (command === "/compact") yield* agent.compactNow
         else if (command === "/clear") yield* agent.clear
-        else if (command === "/model") {
+        else if (command === "/init") {
+          const result = yield* agent.runPrompt(INIT_PROMPT, { mentions: false }).pipe(
+            Effect.catch((e) => Effect.as(Effect.sync(() => agent.err(e.message)), undefined))
+          )
+          if (result?.reason === "stop") {
+            out(`${style.dim("AGENTS.md is read when a session starts: /clear starts one that has it")}\n`)
+          }
+        } else if (command === "/model") {
           if (arg.length === 0) out(`${agent.describe()}\n`)
           else yield* agent.setModel(arg).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
         } else out(`unknown command ${command} (/help)\n`)

@@ -78,15 +78,25 @@ export const knownContextWindow = (model: string): number | undefined => {
   return KNOWN_CONTEXT_WINDOWS.find(([prefix]) => name.startsWith(prefix))?.[1]
 }
 
+/** What an image counts for in the estimate: about 1,600 tokens (a large image, as providers bill it). */
+const IMAGE_STAND_IN = "x".repeat(1600 * 4)
+
+/** Images count as `IMAGE_STAND_IN`, not as their base64 text (which no provider bills as text). */
+const imagesAsStandIns = (_key: string, value: unknown): unknown =>
+  typeof value === "object" && value !== null && (value as { type?: unknown }).type === "image" ?
+    IMAGE_STAND_IN :
+    value
+
 /**
- * A cautious estimate of the tokens of a request (4 characters a token): its messages, its system
- * prompt and `extraChars` (the tool definitions sent with it, see `toolDefinitionsChars`).
+ * A cautious estimate of the tokens of a request (4 characters a token; an image about 1,600
+ * tokens): its messages, its system prompt and `extraChars` (the tool definitions sent with it,
+ * see `toolDefinitionsChars`).
  *
  * @since 0.1.0
  * @category compaction
  */
 export const estimateTokens = (messages: ReadonlyArray<Message>, systemPrompt = "", extraChars = 0): number =>
-  Math.ceil((JSON.stringify(messages).length + systemPrompt.length + extraChars) / 4)
+  Math.ceil((JSON.stringify(messages, imagesAsStandIns).length + systemPrompt.length + extraChars) / 4)
 
 /**
  * The characters the tool definitions take in a request (each tool's name, description and JSON

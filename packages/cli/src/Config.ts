@@ -50,7 +50,9 @@ export const ConfigFile = Schema.Struct({
   maxTokens: Schema.optionalKey(Positive),
   maxSteps: Schema.optionalKey(Positive),
   contextWindow: Schema.optionalKey(Positive),
+  /** Added to the built-in system prompt (replaces it with `replaceSystemPrompt: true`). */
   systemPrompt: Schema.optionalKey(Schema.String),
+  replaceSystemPrompt: Schema.optionalKey(Schema.Boolean),
   timeouts: Schema.optionalKey(Schema.Struct({
     firstByte: Schema.optionalKey(Duration),
     idle: Schema.optionalKey(Duration),
@@ -135,6 +137,8 @@ export interface FlagSettings {
   readonly promptCache: Option.Option<boolean>
   /** `--approval-timeout DURATION`. */
   readonly approvalTimeout: Option.Option<string>
+  /** `--system-prompt TEXT`: replaces the built-in system prompt. */
+  readonly systemPrompt: Option.Option<string>
 }
 
 /**
@@ -151,7 +155,13 @@ export interface Settings {
   readonly maxTokens: number | undefined
   readonly maxSteps: number
   readonly contextWindow: number | undefined
+  /** Added to the built-in system prompt (the config's `systemPrompt`). */
   readonly systemPrompt: string | undefined
+  /**
+   * Stands instead of the built-in system prompt: `--system-prompt`, or the config's `systemPrompt`
+   * with `replaceSystemPrompt: true`.
+   */
+  readonly systemPromptReplacement: string | undefined
   readonly timeouts: {
     readonly firstByte?: number | string
     readonly idle?: number | string
@@ -257,7 +267,12 @@ export const resolveSettings = (
       maxTokens: pick(flags.maxTokens, undefined, "maxTokens"),
       maxSteps: pick(flags.maxSteps, undefined, "maxSteps") ?? DEFAULT_RUN_MAX_STEPS,
       contextWindow: pick(flags.contextWindow, yield* envInt(env, "AGENTLOOP_CONTEXT_WINDOW"), "contextWindow"),
-      systemPrompt: fromFiles("systemPrompt"),
+      systemPrompt: fromFiles("replaceSystemPrompt") === true ? undefined : fromFiles("systemPrompt"),
+      systemPromptReplacement: Option.isSome(flags.systemPrompt) ?
+        flags.systemPrompt.value :
+        fromFiles("replaceSystemPrompt") === true ?
+        fromFiles("systemPrompt") :
+        undefined,
       timeouts: {
         ...timeout(flags.firstByteTimeout, "firstByte"),
         ...timeout(flags.idleTimeout, "idle"),

@@ -163,9 +163,16 @@ export interface LineInput {
  * @since 0.1.0
  * @category constructors
  */
-export const makeLineInput = (controller: Controller): Effect.Effect<LineInput, never, Scope.Scope> =>
+export const makeLineInput = (
+  controller: Controller,
+  inputOptions: {
+    /** Tab completion (not in approvals): the candidates for the line before the cursor, and the part they replace. */
+    readonly complete?: ((line: string) => Promise<[Array<string>, string]>) | undefined
+  } = {}
+): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
     const input = process.stdin
+    const { complete } = inputOptions
     if (input.isTTY === true) {
       const history: Array<string> = []
       return {
@@ -185,7 +192,11 @@ export const makeLineInput = (controller: Controller): Effect.Effect<LineInput, 
               terminal: true,
               history: options?.history === false ? [] : history.slice(),
               historySize: 1000,
-              removeHistoryDuplicates: true
+              removeHistoryDuplicates: true,
+              ...(complete === undefined || options?.history === false ? {} : {
+                completer: (line: string, callback: (error: null, result: [Array<string>, string]) => void) =>
+                  void complete(line).then((r) => callback(null, r), () => callback(null, [[], line]))
+              })
             })
             const finish = (value: string | undefined) => {
               if (done) return

@@ -325,6 +325,11 @@ const agentFlags = {
     "a call that asks for approval and gets no answer within this time is denied (seconds or e.g. \"10 minutes\", " +
       "\"3 days\"; default: it waits)"
   ),
+  systemPrompt: optionalString(
+    "system-prompt",
+    "replaces the built-in system prompt (instructions, tools, workspace, date, platform) and the config's " +
+      "systemPrompt; the project's AGENTS.md files are still added"
+  ),
   yes: Flag.Boolean("yes").pipe(
     Flag.withAlias("y"),
     Flag.withDescription("allow every tool call without asking"),
@@ -362,6 +367,13 @@ const run = Command.make("run", {
     "output-schema",
     "a JSON Schema file: the model gives its final answer as a value of that schema, printed alone as JSON on " +
       "stdout (everything else goes to stderr); no valid answer: a non-zero exit"
+  ),
+  image: Flag.String("image").pipe(
+    Flag.withDescription(
+      "attach an image of the workspace (PNG, JPEG, GIF or WebP, by its content; at most 5 MiB) to the task " +
+        "(repeatable); the model must accept images"
+    ),
+    Flag.atLeast(0)
   ),
   task: Argument.String("task")
 }, runCommand).pipe(

@@ -18,7 +18,8 @@ const noFlags: FlagSettings = {
   idleTimeout: Option.none(),
   requestTimeout: Option.none(),
   promptCache: Option.none(),
-  approvalTimeout: Option.none()
+  approvalTimeout: Option.none(),
+  systemPrompt: Option.none()
 }
 
 describe("settings", () => {

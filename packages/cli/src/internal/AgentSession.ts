@@ -4,7 +4,7 @@
  * `run_end`), the same whatever engine the run ran on.
  */
 import { addUsage } from "@agentloop/core"
-import type { AgentRunResult, Message, PersistenceError, SessionRecord, Usage } from "@agentloop/core"
+import type { AgentRunResult, Message, PersistenceError, SessionRecord, Usage, UserMessage } from "@agentloop/core"
 import { Clock, Effect, Scope } from "effect"
 import { CliError } from "../CliError.ts"
 import type { RunEvent } from "../RunEngine.ts"
@@ -18,7 +18,7 @@ export interface AgentSessionOptions {
   readonly scope: Scope.Scope
   readonly log: SessionLog
   /** The system prompt of a new session (a resumed one keeps its own). */
-  readonly configuredPrompt: string
+  readonly configuredPrompt: () => string
   /** A new session file (`/clear`). */
   readonly create: Effect.Effect<SessionLog, PersistenceError, Scope.Scope>
   /** Shows a write that failed (the run goes on). */
@@ -37,11 +37,13 @@ export interface AgentSession {
   /** Usage spent outside runs (a compaction's summary). */
   readonly addUsage: (usage: Usage | undefined) => void
   /**
-   * Starts a run of `prompt`: its `run_start` and the prompt are written; returns the run's input
+   * Starts a run of `prompt`: its `run_start` and the user message are written; returns the run's input
    * and its id (`runIdOf` its number in the session).
    */
   readonly startRun: (
     prompt: string,
+    /** The user message's content: the prompt with its attachments (`Attachments.ts`). */
+    content: UserMessage["content"],
     runIdOf: (sessionId: string, n: number) => string | undefined
   ) => Effect.Effect<{ readonly input: ReadonlyArray<Message>; readonly runId: string | undefined }>
   /** A run found unfinished in the file is taken up again, with this input. */
@@ -69,7 +71,7 @@ export const makeAgentSession = (options: AgentSessionOptions): AgentSession => 
     // a resumed session keeps the system prompt it started with
     systemPrompt: log.header.systemPrompt !== undefined && log.header.systemPrompt.length > 0
       ? log.header.systemPrompt
-      : options.configuredPrompt,
+      : options.configuredPrompt(),
     history: log.messages,
     sessionUsage: summarize(log.id, log.records).usage,
     lastUsage: undefined as Usage | undefined
@@ -107,13 +109,13 @@ export const makeAgentSession = (options: AgentSessionOptions): AgentSession => 
     addUsage: (usage) => {
       state.sessionUsage = addUsage(state.sessionUsage, usage)
     },
-    startRun: (prompt, runIdOf) =>
+    startRun: (prompt, content, runIdOf) =>
       Effect.gen(function*() {
         const at = yield* Clock.currentTimeMillis
         state.runs++
         const runId = runIdOf(state.log.id, state.runs)
         yield* append({ type: "run_start", at, prompt, ...(runId === undefined ? {} : { runId }) })
-        const userMessage: Message = { role: "user", content: prompt, timestamp: at }
+        const userMessage: Message = { role: "user", content, timestamp: at }
         yield* append(userMessage)
         state.history = [...state.history, userMessage]
         return { input: state.history, runId }
@@ -151,7 +153,7 @@ export const makeAgentSession = (options: AgentSessionOptions): AgentSession => 
       )
       state.history = []
       state.runs = 0
-      state.systemPrompt = options.configuredPrompt
+      state.systemPrompt = options.configuredPrompt()
       state.sessionUsage = undefined
       state.lastUsage = undefined
     })

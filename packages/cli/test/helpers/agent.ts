@@ -29,6 +29,8 @@ export type Step =
     readonly usage?: { input: number; output: number; cached?: number }
   }
   | { readonly hang: true }
+  /** An HTTP error answer (e.g. a server refusing images with 400). */
+  | { readonly status: number; readonly error: string }
 
 export interface RecordedBody {
   readonly path: string
@@ -43,7 +45,9 @@ export interface ScriptServer {
 
 const sse = (chunks: ReadonlyArray<unknown>) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("")
 
-const openAiBody = (step: Exclude<Step, { hang: true }>) => {
+type Answer = Exclude<Step, { hang: true } | { status: number }>
+
+const openAiBody = (step: Answer) => {
   const chunks: Array<unknown> = []
   if (step.text !== undefined) {
     chunks.push({ choices: [{ index: 0, delta: { role: "assistant", content: step.text }, finish_reason: null }] })
@@ -80,7 +84,7 @@ const openAiBody = (step: Exclude<Step, { hang: true }>) => {
   return sse(chunks) + "data: [DONE]\n\n"
 }
 
-const anthropicBody = (step: Exclude<Step, { hang: true }>) => {
+const anthropicBody = (step: Answer) => {
   const events: Array<{ type: string } & Record<string, unknown>> = []
   const usage = step.usage ?? { input: 0, output: 0 }
   events.push({
@@ -171,6 +175,11 @@ export const scriptServer = async (
         res.end(JSON.stringify({ error: { message: `no scripted answer for request ${index}` } }))
         return
       }
+      if ("status" in step) {
+        res.writeHead(step.status, { "content-type": "application/json" })
+        res.end(JSON.stringify({ error: { message: step.error } }))
+        return
+      }
       res.writeHead(200, { "content-type": "text/event-stream" })
       if ("hang" in step) {
         res.write(": waiting\n\n")
@@ -191,6 +200,9 @@ export const scriptServer = async (
       })
   }
 }
+
+/** The first bytes of a PNG file (its signature and the start of its header chunk). */
+export const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])
 
 /** A fresh workspace folder (real path). */
 export const makeWorkspace = (): string => realpathSync(mkdtempSync(join(tmpdir(), "agentloop-agent-test-")))
