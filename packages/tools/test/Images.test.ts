@@ -122,7 +122,10 @@ describe("read: images are made to fit what providers accept", () => {
         assert.deepStrictEqual(yield* dimensions(sent.bytes), { width: 2000, height: 800, format: "png" })
         assert.match(
           note(out),
-          /^\[Image wide\.png: image\/png, 3000×1200 px, [\d.]+ KiB; sent as 2000×800 px image\/png, [\d.]+ (KiB|B) \(providers take at most 2000 px a side\)\.\]$/
+          new RegExp(
+            String.raw`^\[Image wide\.png: image/png, 3000×1200 px, [\d.]+ KiB; sent as 2000×800 px image/png, ` +
+              String.raw`[\d.]+ (KiB|B) \(providers take at most 2000 px a side\)\.\]$`
+          )
         )
         assert.include(details(out), {
           originalWidth: 3000,
@@ -147,7 +150,10 @@ describe("read: images are made to fit what providers accept", () => {
         assert.strictEqual(sent.mimeType, "image/jpeg")
         assert.match(
           note(out),
-          /^\[Image noise\.png: image\/png, 1400×1400 px, [\d.]+ MiB; sent as \d+×\d+ px image\/jpeg, .* \(providers take at most 3\.75 MiB\)\.\]$/
+          new RegExp(
+            String.raw`^\[Image noise\.png: image/png, 1400×1400 px, [\d.]+ MiB; sent as \d+×\d+ px image/jpeg, .* ` +
+              String.raw`\(providers take at most 3\.75 MiB\)\.\]$`
+          )
         )
       })
     ))
@@ -223,7 +229,10 @@ describe("read: without the image library", () => {
         const error = yield* failed(readTool.execute({ path: "big.png" }, ctx))
         assert.match(
           error.message,
-          /^big\.png is a PNG image of [\d.]+ MiB, over the 3\.75 MiB providers accept, and the image library \(sharp\) cannot be loaded here: no binary, so it cannot be made smaller/
+          new RegExp(
+            String.raw`^big\.png is a PNG image of [\d.]+ MiB, over the 3\.75 MiB providers accept, and the image ` +
+              String.raw`library \(sharp\) cannot be loaded here: no binary, so it cannot be made smaller`
+          )
         )
       })
     ))
