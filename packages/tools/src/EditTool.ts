@@ -25,6 +25,7 @@ import { attempt, Confined } from "./internal/confined.ts"
 import { planEdit } from "./internal/editPlan.ts"
 import type { EditPlan } from "./internal/editPlan.ts"
 import { toToolError } from "./internal/files.ts"
+import { lenientNote } from "./internal/lenientNames.ts"
 import { looseKindWords } from "./internal/normalize.ts"
 import { decodeUtf8, keepHeadAndTail, looksBinary } from "./internal/text.ts"
 import { READ_MAX_FILE_BYTES } from "./ReadTool.ts"
@@ -91,7 +92,7 @@ export const editTool = defineTool({
         () =>
           files.write(input, {
             exclusive: false,
-            mustExist: { maxBytes: EDIT_MAX_FILE_BYTES },
+            mustExist: { maxBytes: EDIT_MAX_FILE_BYTES, lenient: true },
             content: (current, shown) => {
               const bytes = current!.bytes
               if (looksBinary(bytes)) {
@@ -115,15 +116,18 @@ export const editTool = defineTool({
       const diff = diffOf(before, after)
       const count = plan!.replacements
       const loose = plan!.loose
+      const pathNote = lenientNote(input, written.shown, written.renamed)
       return {
         content: [{
           type: "text" as const,
-          text: `Edited ${written.shown} (${count} replacement${count === 1 ? "" : "s"}${looseNote(plan!)}).\n${diff}`
+          text: `${pathNote === undefined ? "" : `${pathNote}\n`}Edited ${written.shown} (${count} replacement` +
+            `${count === 1 ? "" : "s"}${looseNote(plan!)}).\n${diff}`
         }],
         details: {
           path: written.shown,
           replacements: count,
           diff,
+          ...(pathNote === undefined ? {} : { requestedPath: input }),
           ...(loose === undefined ? {} : { loose: { replacements: loose.replacements, normalised: loose.kinds } })
         }
       }

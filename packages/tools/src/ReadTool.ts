@@ -22,6 +22,7 @@ import { Effect, Schema } from "effect"
 import { attempt, Confined } from "./internal/confined.ts"
 import { toToolError } from "./internal/files.ts"
 import { prepareImage, sniffImage } from "./internal/images.ts"
+import { lenientNote } from "./internal/lenientNames.ts"
 import { byteLength, cutAt, decodeUtf8, looksBinary } from "./internal/text.ts"
 import { Workspace } from "./Workspace.ts"
 
@@ -77,17 +78,21 @@ export const readTool = defineTool({
     offset: Schema.optionalKey(PositiveInt.annotate({ description: "first line to read, counting from 1" })),
     limit: Schema.optionalKey(PositiveInt.annotate({ description: "how many lines to read at most" }))
   }),
-  execute: ({ path: input, offset, limit }) =>
-    Effect.gen(function*() {
+  execute: ({ path: input, offset, limit }) => {
+    // set when the path was found leniently: the note put before the result
+    let pathNote: string | undefined
+    return Effect.gen(function*() {
       const workspace = yield* Workspace
       const files = new Confined(workspace.root)
       const file = yield* attempt(() =>
         files.read(input, {
           maxBytes: () => READ_MAX_FILE_BYTES,
-          refuseHardLinks: true
+          refuseHardLinks: true,
+          lenient: true
         })
       ).pipe(Effect.mapError(toToolError("read")))
       const { bytes, shown } = file
+      pathNote = lenientNote(input, shown, file.renamed)
       const size = bytes.length
       const imageType = sniffImage(bytes)
       if (imageType !== undefined) {
@@ -155,5 +160,14 @@ export const readTool = defineTool({
         content: [{ type: "text" as const, text: [out.join("\n"), ...notes].join("\n\n") }],
         details: { path: shown, firstLine: first, lastLine: last, totalLines: total, truncated: last < total }
       }
-    })
+    }).pipe(Effect.map((out) =>
+      pathNote === undefined ?
+        out :
+        {
+          ...out,
+          content: [{ type: "text" as const, text: pathNote }, ...out.content],
+          details: { ...out.details, requestedPath: input }
+        }
+    ))
+  }
 })
