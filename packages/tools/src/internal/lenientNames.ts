@@ -21,8 +21,8 @@ export const nameKey = (name: string): string =>
 const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 /**
- * The entries (as raw names) of a directory listing that match `name` leniently, not `name`
- * itself; entries that are not valid UTF-8 are skipped (their decoded name would not reach them).
+ * The entries of a directory listing that match `name` leniently, not `name` itself, sorted;
+ * entries that are not valid UTF-8 are skipped (their decoded name would not reach them).
  */
 export const lenientMatches = (name: string, entries: ReadonlyArray<Uint8Array>): Array<string> => {
   const wanted = nameKey(name)
@@ -37,7 +37,8 @@ export const lenientMatches = (name: string, entries: ReadonlyArray<Uint8Array>)
     }
     if (entry !== name && nameKey(entry) === wanted) found.push(entry)
   }
-  return found
+  // in one order whatever the file system lists first, so a refusal names them the same way each time
+  return found.sort()
 }
 
 const named: Readonly<Record<string, string>> = {
