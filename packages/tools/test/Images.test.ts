@@ -1,12 +1,11 @@
 import type { ToolOutput } from "@agentloop/core"
 import { READ_MAX_IMAGE_BYTES, READ_MAX_IMAGE_SIDE, readTool } from "@agentloop/tools"
-import { afterEach, assert, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { randomBytes } from "node:crypto"
 import { writeFileSync } from "node:fs"
 import { crc32, deflateSync } from "node:zlib"
 import sharp from "sharp"
-import { setImageLibrary } from "../src/internal/images.ts"
 import { context, details, failed, inWorkspace } from "./helpers.ts"
 
 const ctx = context()
@@ -51,8 +50,6 @@ const chunk = (type: string, data: Uint8Array): Buffer => {
 }
 
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])
-
-afterEach(() => setImageLibrary(undefined))
 
 describe("read: images are recognised by their content, never by the name alone", () => {
   it.effect("pi's scenario: not-an-image.png holding text is read as text, with no image block", () =>
@@ -205,34 +202,6 @@ describe("read: an image a provider would refuse is refused here", () => {
           error.message,
           "bomb.png is a PNG image of 30000×30000 pixels, over the 100 megapixels read decodes; make a " +
             "smaller copy (with bash) and read that"
-        )
-      })
-    ))
-})
-
-describe("read: without the image library", () => {
-  it.effect("an image that fits is sent as it is, saying so; a larger one is refused with the reason", () =>
-    inWorkspace((root) =>
-      Effect.gen(function*() {
-        const small = yield* solid(5, 5, "png")
-        const big = yield* noise(1200)
-        setImageLibrary(() => Promise.resolve("the image library (sharp) cannot be loaded here: no binary"))
-        writeFileSync(`${root}/small.png`, small)
-        const out = yield* readTool.execute({ path: "small.png" }, ctx)
-        assert.deepStrictEqual(image(out), { mimeType: "image/png", bytes: small })
-        assert.strictEqual(
-          note(out),
-          `[Image small.png: image/png, ${small.length} B; sent as it is, neither checked nor resized: the image ` +
-            "library (sharp) cannot be loaded here: no binary.]"
-        )
-        writeFileSync(`${root}/big.png`, big)
-        const error = yield* failed(readTool.execute({ path: "big.png" }, ctx))
-        assert.match(
-          error.message,
-          new RegExp(
-            String.raw`^big\.png is a PNG image of [\d.]+ MiB, over the 3\.75 MiB providers accept, and the image ` +
-              String.raw`library \(sharp\) cannot be loaded here: no binary, so it cannot be made smaller`
-          )
         )
       })
     ))
