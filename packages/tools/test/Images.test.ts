@@ -1,4 +1,3 @@
-import type { ToolOutput } from "@agentloop/core"
 import { READ_MAX_IMAGE_BYTES, READ_MAX_IMAGE_SIDE, readTool } from "@agentloop/tools"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -7,19 +6,9 @@ import { writeFileSync } from "node:fs"
 import { crc32, deflateSync } from "node:zlib"
 import sharp from "sharp"
 import { context, details, failed, inWorkspace } from "./helpers.ts"
+import { blocks, image, note } from "./imageBlocks.ts"
 
 const ctx = context()
-
-const blocks = (output: ToolOutput) => (typeof output === "string" ? [] : output.content)
-const note = (output: ToolOutput): string => {
-  const first = blocks(output)[0]
-  return first?.type === "text" ? first.text : ""
-}
-const image = (output: ToolOutput) => {
-  const found = blocks(output).find((c) => c.type === "image")
-  if (found?.type !== "image") throw new Error("no image block")
-  return { mimeType: found.mimeType, bytes: Buffer.from(found.data, "base64") }
-}
 
 /** A solid image of `width` × `height` in `format`. */
 const solid = (width: number, height: number, format: "png" | "jpeg" | "gif" | "webp") =>

@@ -1,4 +1,3 @@
-import type { ToolOutput } from "@agentloop/core"
 import { readTool } from "@agentloop/tools"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -7,22 +6,12 @@ import { writeFileSync } from "node:fs"
 import sharp from "sharp"
 import { setImageLibrary } from "../src/internal/images.ts"
 import { context, failed, inWorkspace } from "./helpers.ts"
+import { image, note } from "./imageBlocks.ts"
 
 // The image library is process-wide and the tests of one file run concurrently: this file's one
 // test replaces it, alone in its own worker, as PathWalk.test.ts does with the walk.
 
 const ctx = context()
-
-const blocks = (output: ToolOutput) => (typeof output === "string" ? [] : output.content)
-const note = (output: ToolOutput): string => {
-  const first = blocks(output)[0]
-  return first?.type === "text" ? first.text : ""
-}
-const image = (output: ToolOutput) => {
-  const found = blocks(output).find((c) => c.type === "image")
-  if (found?.type !== "image") throw new Error("no image block")
-  return { mimeType: found.mimeType, bytes: Buffer.from(found.data, "base64") }
-}
 
 describe("read: without the image library", () => {
   beforeAll(() => setImageLibrary(() => Promise.resolve("the image library (sharp) cannot be loaded here: no binary")))
