@@ -40,7 +40,7 @@ describe("images are recognised by their bytes", () => {
     assert.strictEqual(imageTypeOf(PNG.subarray(0, 7)), undefined)
   })
 
-  it("a PNG named .dat goes as an image, a text file named .png as text; an image over the cap is refused", async () => {
+  it("a PNG named .dat goes as an image, a text file named .png as text; one over the cap is refused", async () => {
     const { ws } = withOutside()
     writeFileSync(join(ws, "shot.dat"), PNG)
     writeFileSync(join(ws, "fake.png"), "just text\n")
@@ -148,7 +148,7 @@ describe("@ mentions", () => {
 })
 
 describe("Tab completion of mentions", () => {
-  it("completes workspace names, folders with /, one file with a space; nothing outside or through a link out", async () => {
+  it("completes workspace names, folders with /, a name with a space; nothing outside or via a link out", async () => {
     const { base, ws } = withOutside()
     writeFileSync(join(ws, "src", "b with space.ts"), "")
     mkdirSync(join(ws, ".git"))

@@ -6,17 +6,23 @@
  * cut (never inside a surrogate pair), files larger than `READ_MAX_FILE_BYTES` are refused (use
  * `bash` with `head`/`sed`), and binary files (a NUL byte in the first 8 KiB, or not valid UTF-8)
  * are refused. Only regular files with a single hard link are read: FIFOs, sockets and devices are
- * refused without blocking, and the size is checked on the opened file. PNG, JPEG, GIF and WebP
- * images up to `READ_MAX_IMAGE_BYTES` come back
- * as image content.
+ * refused without blocking, and the size is checked on the opened file.
+ *
+ * PNG, JPEG, GIF and WebP images, recognised by their first bytes (never by the name alone: a
+ * `not-an-image.png` holding text is read as text), come back as image content after a text note
+ * of their type and size. An image is decoded first (a corrupt one is refused rather than sent to
+ * a provider, which would refuse every later request of the conversation), and one with a side
+ * over `READ_MAX_IMAGE_SIDE` pixels, over `READ_MAX_IMAGE_BYTES`, or turned by its EXIF orientation
+ * is resized and re-encoded to fit; the note then gives the original and the sent dimensions.
  *
  * @since 0.1.0
  */
 import { defineTool, ToolError } from "@agentloop/core"
 import { Effect, Schema } from "effect"
-import { extname } from "node:path"
 import { attempt, Confined } from "./internal/confined.ts"
 import { toToolError } from "./internal/files.ts"
+import { prepareImage, sniffImage } from "./internal/images.ts"
+import { lenientNote } from "./internal/lenientNames.ts"
 import { byteLength, count, cutAt, decodeUtf8, looksBinary } from "./internal/text.ts"
 import { Workspace } from "./Workspace.ts"
 
@@ -28,16 +34,30 @@ export const READ_MAX_BYTES = 50 * 1024
 export const READ_MAX_LINE_LENGTH = 2000
 /** @since 0.1.0 @category constants */
 export const READ_MAX_FILE_BYTES = 20 * 1024 * 1024
-/** @since 0.1.0 @category constants */
-export const READ_MAX_IMAGE_BYTES = 5 * 1024 * 1024
-
-const imageTypes: Record<string, string> = {
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp"
-}
+/**
+ * The largest encoded image sent, in bytes: 3.75 MiB, whose base64 is 5 MiB, the most Anthropic's
+ * API takes for one image (it counts the base64 text). Larger images are re-encoded smaller.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const READ_MAX_IMAGE_BYTES = 3.75 * 1024 * 1024
+/**
+ * The longest side of an image sent, in pixels: Anthropic refuses larger images in requests with
+ * many images, OpenAI scales them down to this; larger images are resized to fit.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const READ_MAX_IMAGE_SIDE = 2000
+/**
+ * Pixels (width × height) of an image `read` decodes at most: 100 megapixels; larger images are
+ * refused before decoding, so a small file that claims to be huge cannot exhaust memory.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const READ_MAX_IMAGE_PIXELS = 100_000_000
 
 const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 
@@ -52,30 +72,42 @@ export const readTool = defineTool({
   readOnly: true,
   description: `Read a file in the workspace. Text comes back with line numbers (at most ${READ_MAX_LINES} lines or ` +
     `${READ_MAX_BYTES / 1024} KB per call; use offset and limit to read on). Images (png, jpeg, gif, webp) come back ` +
-    "as images. Binary files are refused.",
+    `as images, resized to at most ${READ_MAX_IMAGE_SIDE} px a side. Binary files are refused.`,
   parameters: Schema.Struct({
     path: Schema.String.annotate({ description: "file path, relative to the workspace root" }),
     offset: Schema.optionalKey(PositiveInt.annotate({ description: "first line to read, counting from 1" })),
     limit: Schema.optionalKey(PositiveInt.annotate({ description: "how many lines to read at most" }))
   }),
-  execute: ({ path: input, offset, limit }) =>
-    Effect.gen(function*() {
+  execute: ({ path: input, offset, limit }) => {
+    // set when the path was found leniently: the note put before the result
+    let pathNote: string | undefined
+    return Effect.gen(function*() {
       const workspace = yield* Workspace
       const files = new Confined(workspace.root)
       const file = yield* attempt(() =>
         files.read(input, {
-          maxBytes: (name) =>
-            imageTypes[extname(name).toLowerCase()] === undefined ? READ_MAX_FILE_BYTES : READ_MAX_IMAGE_BYTES,
-          refuseHardLinks: true
+          maxBytes: () => READ_MAX_FILE_BYTES,
+          refuseHardLinks: true,
+          lenient: true
         })
       ).pipe(Effect.mapError(toToolError("read")))
       const { bytes, shown } = file
+      pathNote = lenientNote(input, shown, file.renamed)
       const size = bytes.length
-      const mimeType = imageTypes[extname(file.name).toLowerCase()]
-      if (mimeType !== undefined) {
+      const imageType = sniffImage(bytes)
+      if (imageType !== undefined) {
+        const image = yield* prepareImage(bytes, imageType, file.name, shown, {
+          maxSide: READ_MAX_IMAGE_SIDE,
+          maxBytes: READ_MAX_IMAGE_BYTES,
+          maxInputPixels: READ_MAX_IMAGE_PIXELS
+        })
+        const { mimeType } = image
         return {
-          content: [{ type: "image" as const, data: Buffer.from(bytes).toString("base64"), mimeType }],
-          details: { path: shown, bytes: size, mimeType }
+          content: [
+            { type: "text" as const, text: image.note },
+            { type: "image" as const, data: Buffer.from(image.data).toString("base64"), mimeType }
+          ],
+          details: { path: shown, bytes: size, mimeType, ...image.details }
         }
       }
       if (looksBinary(bytes)) {
@@ -144,5 +176,14 @@ export const readTool = defineTool({
         content: [{ type: "text" as const, text: [out.join("\n"), ...notes].join("\n\n") }],
         details: { path: shown, firstLine: first, lastLine: last, totalLines: total, truncated: last < total }
       }
-    })
+    }).pipe(Effect.map((out) =>
+      pathNote === undefined ?
+        out :
+        {
+          ...out,
+          content: [{ type: "text" as const, text: pathNote }, ...out.content],
+          details: { ...out.details, requestedPath: input }
+        }
+    ))
+  }
 })

@@ -83,17 +83,20 @@ describe("read", () => {
       })
     ))
 
-  it.effect("returns images as image content", () =>
+  it.effect("returns images as image content, after a note of their type and size", () =>
     inWorkspace((root) =>
       Effect.gen(function*() {
         const fs = yield* FileSystem.FileSystem
-        yield* fs.writeFile(`${root}/p.png`, new Uint8Array([137, 80, 78, 71, 0, 1]))
+        // a 2×1 PNG (a real one: images are recognised and checked by their content; see Images.test.ts)
+        const png =
+          "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAD0lEQVQImWMQWOAgsMABAAY3" +
+          "AeFpUejRAAAAAElFTkSuQmCC"
+        yield* fs.writeFile(`${root}/p.png`, Buffer.from(png, "base64"))
         const out = yield* readTool.execute({ path: "p.png" }, ctx)
-        assert.deepStrictEqual(typeof out === "string" ? out : out.content, [{
-          type: "image",
-          data: "iVBORwAB",
-          mimeType: "image/png"
-        }])
+        assert.deepStrictEqual(typeof out === "string" ? out : out.content, [
+          { type: "text", text: "[Image p.png: image/png, 2×1 px, 93 B.]" },
+          { type: "image", data: png, mimeType: "image/png" }
+        ])
       })
     ))
 

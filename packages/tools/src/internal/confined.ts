@@ -19,6 +19,7 @@ import { randomBytes } from "node:crypto"
 import * as NodeFs from "node:fs"
 import * as NodePath from "node:path"
 import { WorkspaceFileError } from "../WorkspaceFileError.ts"
+import { lenientMatches, visible } from "./lenientNames.ts"
 
 const flags = NodeFs.constants
 const O_NOFOLLOW = flags.O_NOFOLLOW ?? 0
@@ -116,6 +117,17 @@ interface WalkOptions {
   readonly followFinal: boolean
   /** When a directory on the way is missing: the physical path the input names, else NotFound. */
   readonly missing?: ((physical: string) => unknown) | undefined
+  /**
+   * When given, a missing name is looked up leniently among its directory's entries (see
+   * `lenientNames.ts`); each name taken instead is added here.
+   */
+  readonly lenient?: Array<Renamed> | undefined
+}
+
+/** A name a lenient walk took instead of a missing one: the one asked for, and the entry it used. */
+export interface Renamed {
+  readonly asked: string
+  readonly found: string
 }
 
 /**
@@ -173,6 +185,16 @@ export class Confined {
     let links = 0
     let lastLink: string | undefined
     const top = () => stack[stack.length - 1]!
+    // a missing name's unique lenient match in the same opened directory, counted like a link so a
+    // racing rename cannot keep the walk going
+    const lenient = (dir: Dir, name: string): string | undefined => {
+      if (options.lenient === undefined) return undefined
+      const found = this.lenientName(input, dir, name)
+      if (found === undefined) return undefined
+      if (++links > MAX_LINKS) this.fail(input, "TooManyLinks", `Path "${input}" keeps changing while it is resolved`)
+      options.lenient.push({ asked: name, found })
+      return found
+    }
     const follow = (dir: Dir, name: string) => {
       const shownLink = this.display(`${dir.path}/${name}`)
       if (++links > MAX_LINKS) {
@@ -225,6 +247,11 @@ export class Confined {
             fd = NodeFs.openSync(at(dir, name), flags.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK)
           } catch (error) {
             const code = codeOf(error)
+            const found = code === "ENOENT" ? lenient(dir, name) : undefined
+            if (found !== undefined) {
+              queue.unshift(found)
+              continue
+            }
             if (code === "ENOENT" && options.createParents) {
               try {
                 NodeFs.mkdirSync(at(dir, name), 0o777)
@@ -262,6 +289,11 @@ export class Confined {
           continue
         }
         const stat = this.lstat(input, dir, name)
+        const found = stat === undefined ? lenient(dir, name) : undefined
+        if (found !== undefined) {
+          queue.unshift(found)
+          continue
+        }
         if (stat?.isSymbolicLink() && options.followFinal) {
           follow(dir, name)
           continue
@@ -277,6 +309,28 @@ export class Confined {
     } finally {
       for (const dir of stack) NodeFs.closeSync(dir.fd)
     }
+  }
+
+  /**
+   * The one entry of `dir` (as opened) whose name matches `name` leniently, or undefined; several
+   * such entries are refused as NotFound naming them, since the walk must not guess.
+   */
+  private lenientName(input: string, dir: Dir, name: string): string | undefined {
+    let entries: Array<Uint8Array>
+    try {
+      entries = NodeFs.readdirSync(descriptorPaths() ? `/proc/self/fd/${dir.fd}` : dir.path, { encoding: "buffer" })
+    } catch {
+      return undefined
+    }
+    const found = lenientMatches(name, entries)
+    if (found.length <= 1) return found[0]
+    const shown = this.display(`${dir.path}/${name}`)
+    return this.fail(
+      input,
+      "NotFound",
+      `${shown}: no such file or directory; ${found.length} names differ from it only in spaces, quotes or ` +
+        `Unicode form (${found.slice(0, 5).map(visible).join(", ")}): give the one you mean`
+    )
   }
 
   private lstat(input: string, dir: Dir, name: string): NodeFs.Stats | undefined {
@@ -304,12 +358,25 @@ export class Confined {
    */
   read(
     input: string,
-    options: { readonly maxBytes: (name: string) => number; readonly refuseHardLinks: boolean }
-  ): { readonly bytes: Uint8Array; readonly stat: NodeFs.Stats; readonly shown: string; readonly name: string } {
+    options: {
+      readonly maxBytes: (name: string) => number
+      readonly refuseHardLinks: boolean
+      /** Look missing names up leniently (see `lenientNames.ts`). */
+      readonly lenient?: boolean | undefined
+    }
+  ): {
+    readonly bytes: Uint8Array
+    readonly stat: NodeFs.Stats
+    readonly shown: string
+    readonly name: string
+    readonly renamed: ReadonlyArray<Renamed>
+  } {
     if (input.endsWith("/") || /(^|\/)\.\.?$/.test(input)) {
       this.fail(input, "IsDirectory", `${input} names a directory; give a file name`)
     }
-    return this.walk(input, { createParents: false, followFinal: true }, (dir, name, lstat, shown) => {
+    const renamed: Array<Renamed> = []
+    const walk = { createParents: false, followFinal: true, lenient: options.lenient === true ? renamed : undefined }
+    return this.walk(input, walk, (dir, name, lstat, shown) => {
       if (name === null) return this.fail(input, "IsDirectory", `${shown} is a directory`)
       if (lstat === undefined) return this.fail(input, "NotFound", `${shown}: no such file or directory`)
       if (lstat.isDirectory()) return this.fail(input, "IsDirectory", `${shown} is a directory`)
@@ -323,7 +390,7 @@ export class Confined {
         if (stat.size > max) this.tooLarge(input, shown, stat.size, max)
         const bytes = readUpTo(fd, max + 1, stat.size)
         if (bytes.length > max) this.tooLarge(input, shown, bytes.length, max)
-        return { bytes, stat, shown, name }
+        return { bytes, stat, shown, name, renamed }
       } finally {
         NodeFs.closeSync(fd)
       }
@@ -346,13 +413,24 @@ export class Confined {
         current: { readonly bytes: Uint8Array; readonly stat: NodeFs.Stats } | undefined,
         shown: string
       ) => Uint8Array
-      readonly mustExist?: { readonly maxBytes: number } | undefined
+      /** The file must exist (an edit): at most this many bytes, its name looked up leniently if asked. */
+      readonly mustExist?: { readonly maxBytes: number; readonly lenient?: boolean | undefined } | undefined
     }
-  ): { readonly shown: string; readonly created: boolean; readonly bytes: number } {
+  ): {
+    readonly shown: string
+    readonly created: boolean
+    readonly bytes: number
+    readonly renamed: ReadonlyArray<Renamed>
+  } {
     if (input.endsWith("/") || /(^|\/)\.\.?$/.test(input)) {
       this.fail(input, "IsDirectory", `${input} names a directory (it ends with "/"); give a file name`)
     }
-    const walk = { createParents: options.mustExist === undefined, followFinal: true }
+    const renamed: Array<Renamed> = []
+    const walk = {
+      createParents: options.mustExist === undefined,
+      followFinal: true,
+      lenient: options.mustExist?.lenient === true ? renamed : undefined
+    }
     return this.walk(input, walk, (dir, name, lstat, shown) => {
       if (name === null) return this.fail(input, "IsDirectory", `${shown} is a directory`)
       if (lstat !== undefined) {
@@ -431,7 +509,7 @@ export class Confined {
         if (codeOf(error) === "EISDIR") this.fail(input, "IsDirectory", `${shown} is a directory`)
         return this.fail(input, "Io", `${shown}: ${messageOf(error)}`)
       }
-      return { shown, created: lstat === undefined, bytes: content.length }
+      return { shown, created: lstat === undefined, bytes: content.length, renamed }
     })
   }
 
