@@ -15,21 +15,18 @@
  */
 import { defineTool, ToolError } from "@agentloop/core"
 import { Clock, Effect, Schema } from "effect"
-import { attempt, Confined } from "./internal/confined.ts"
-import { toToolError } from "./internal/files.ts"
 import {
   compileGlob,
   includeIgnoredParameter,
   NonNegativeInt,
+  openWalk,
   pageNotice,
   pageOf,
   PositiveInt,
   suffixOf,
   walkNotices
 } from "./internal/search.ts"
-import { Walk } from "./internal/tree.ts"
 import { SEARCH_MAX_OUTPUT_BYTES, SEARCH_TIME_LIMIT_MS } from "./Search.ts"
-import { Workspace } from "./Workspace.ts"
 
 /** @since 0.1.0 @category constants */
 export const FIND_DEFAULT_LIMIT = 500
@@ -67,20 +64,13 @@ export const findTool = defineTool({
   }),
   execute: (args) =>
     Effect.gen(function*() {
-      const workspace = yield* Workspace
-      const confined = new Confined(workspace.root)
       const includeIgnored = args.includeIgnored === true
       const match = yield* compileGlob("pattern", args.pattern)
       const limit = Math.min(args.limit ?? FIND_DEFAULT_LIMIT, FIND_MAX_LIMIT)
       const offset = args.offset ?? 0
       const input = args.path ?? "."
       return yield* Effect.scoped(Effect.gen(function*() {
-        const opened = yield* Effect.acquireRelease(
-          attempt(() => Walk.open(confined, input, { includeIgnored, recursive: true, match })).pipe(
-            Effect.mapError(toToolError("find"))
-          ),
-          (opened) => Effect.sync(() => opened._tag === "Walk" && opened.walk.close())
-        )
+        const { opened } = yield* openWalk("find", input, { includeIgnored, recursive: true, match })
         if (opened._tag === "NotFolder") {
           return yield* new ToolError({ message: `${opened.shown} is not a folder; find searches folders` })
         }

@@ -21,7 +21,7 @@
  */
 import { defineTool, ToolError } from "@agentloop/core"
 import { Clock, Duration, Effect, Option, Schema } from "effect"
-import { attempt, Confined } from "./internal/confined.ts"
+import { attempt } from "./internal/confined.ts"
 import { toToolError } from "./internal/files.ts"
 import { linesOf, makeMatcher } from "./internal/matcher.ts"
 import type { MatchMode } from "./internal/matcher.ts"
@@ -30,6 +30,7 @@ import {
   compileGlob,
   includeIgnoredParameter,
   NonNegativeInt,
+  openWalk,
   pageOf,
   plural,
   PositiveInt,
@@ -37,9 +38,8 @@ import {
   walkNotices
 } from "./internal/search.ts"
 import { cutAt, decodeUtf8, looksBinary } from "./internal/text.ts"
-import { readRegular, Walk } from "./internal/tree.ts"
+import { readRegular } from "./internal/tree.ts"
 import { SEARCH_MAX_OUTPUT_BYTES, SEARCH_TIME_LIMIT_MS } from "./Search.ts"
-import { Workspace } from "./Workspace.ts"
 
 /** @since 0.1.0 @category constants */
 export const GREP_DEFAULT_LIMIT = 100
@@ -206,8 +206,6 @@ export const grepTool = defineTool({
   }),
   execute: (args, ctx) =>
     Effect.gen(function*() {
-      const workspace = yield* Workspace
-      const confined = new Confined(workspace.root)
       const mode: MatchMode = args.output ?? "content"
       const includeIgnored = args.includeIgnored === true
       const regex = yield* compilePattern(args.pattern, {
@@ -223,12 +221,7 @@ export const grepTool = defineTool({
       const input = args.path ?? "."
 
       return yield* Effect.scoped(Effect.gen(function*() {
-        const opened = yield* Effect.acquireRelease(
-          attempt(() => Walk.open(confined, input, { includeIgnored, recursive: true, match: glob })).pipe(
-            Effect.mapError(toToolError("grep"))
-          ),
-          (opened) => Effect.sync(() => opened._tag === "Walk" && opened.walk.close())
-        )
+        const { confined, opened } = yield* openWalk("grep", input, { includeIgnored, recursive: true, match: glob })
         const matcher = yield* makeMatcher(regex.source, regex.flags)
         const deadline = (yield* Clock.currentTimeMillis) + SEARCH_TIME_LIMIT_MS
         const found: Array<Found> = []

@@ -15,21 +15,20 @@
 import { defineTool } from "@agentloop/core"
 import { Effect, Schema } from "effect"
 import * as NodeFs from "node:fs"
-import { at, attempt, Confined } from "./internal/confined.ts"
-import { toToolError } from "./internal/files.ts"
+import { at } from "./internal/confined.ts"
+import type { Confined } from "./internal/confined.ts"
 import {
   includeIgnoredParameter,
   NonNegativeInt,
+  openWalk,
   pageNotice,
   pageOf,
   PositiveInt,
   suffixOf,
   walkNotices
 } from "./internal/search.ts"
-import { Walk } from "./internal/tree.ts"
 import type { WalkEntry } from "./internal/tree.ts"
 import { SEARCH_MAX_OUTPUT_BYTES } from "./Search.ts"
-import { Workspace } from "./Workspace.ts"
 import { WorkspaceFileError } from "./WorkspaceFileError.ts"
 
 /** @since 0.1.0 @category constants */
@@ -80,19 +79,12 @@ export const lsTool = defineTool({
   }),
   execute: (args) =>
     Effect.gen(function*() {
-      const workspace = yield* Workspace
-      const confined = new Confined(workspace.root)
       const includeIgnored = args.includeIgnored === true
       const limit = Math.min(args.limit ?? LS_DEFAULT_LIMIT, LS_MAX_LIMIT)
       const offset = args.offset ?? 0
       const input = args.path ?? "."
       return yield* Effect.scoped(Effect.gen(function*() {
-        const opened = yield* Effect.acquireRelease(
-          attempt(() => Walk.open(confined, input, { includeIgnored, recursive: false })).pipe(
-            Effect.mapError(toToolError("ls"))
-          ),
-          (opened) => Effect.sync(() => opened._tag === "Walk" && opened.walk.close())
-        )
+        const { confined, opened } = yield* openWalk("ls", input, { includeIgnored, recursive: false })
         if (opened._tag === "NotFolder") {
           const what = opened.kind === "file" ?
             `${opened.shown} is a file (${opened.size} bytes), not a folder; use read to see it.` :

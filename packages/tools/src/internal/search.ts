@@ -4,6 +4,7 @@
  */
 import { ToolError } from "@agentloop/core"
 import { Effect, Schema } from "effect"
+import type { Scope } from "effect"
 import picomatch from "picomatch"
 import {
   SEARCH_MAX_DEPTH,
@@ -11,9 +12,13 @@ import {
   SEARCH_MAX_PATTERN_LENGTH,
   SEARCH_NAME_MATCH_TIME_LIMIT_MS
 } from "../Search.ts"
+import { Workspace } from "../Workspace.ts"
+import { attempt, Confined } from "./confined.ts"
+import { toToolError } from "./files.ts"
 import { guarded } from "./guard.ts"
 import { byteLength } from "./text.ts"
-import type { EntryKind, Walk } from "./tree.ts"
+import { Walk } from "./tree.ts"
+import type { EntryKind, Opened, WalkOptions } from "./tree.ts"
 
 export const PositiveInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(1))
 export const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
@@ -23,6 +28,26 @@ export const includeIgnoredParameter = Schema.optionalKey(
     description: "also search what .gitignore files and the default (node_modules) leave out; .git is never searched"
   })
 )
+
+/**
+ * Opens the folder `input` of the workspace for a walk (closed with the scope), or says what it is
+ * instead; fails with the tool's error when it is outside or missing.
+ */
+export const openWalk = (
+  tool: string,
+  input: string,
+  options: WalkOptions
+): Effect.Effect<{ readonly confined: Confined; readonly opened: Opened }, ToolError, Workspace | Scope.Scope> =>
+  Effect.flatMap(Workspace, (workspace) => {
+    const confined = new Confined(workspace.root)
+    return Effect.map(
+      Effect.acquireRelease(
+        attempt(() => Walk.open(confined, input, options)).pipe(Effect.mapError(toToolError(tool))),
+        (opened) => Effect.sync(() => opened._tag === "Walk" && opened.walk.close())
+      ),
+      (opened) => ({ confined, opened })
+    )
+  })
 
 /** An entry as `find` and `ls` show it: folders end with `/`, links with `@`. */
 export const suffixOf = (kind: EntryKind): string => kind === "directory" ? "/" : kind === "symlink" ? "@" : ""
