@@ -83,7 +83,7 @@ describe("agentloop demo --provider (against a server on loopback)", () => {
       assert.strictEqual(bodies[0]!["model"], "local-model")
       assert.deepStrictEqual(
         (bodies[0]!["tools"] as Array<{ function: { name: string } }>).map((t) => t.function.name),
-        ["read", "write", "edit", "bash"]
+        ["read", "write", "edit", "bash", "grep", "find", "ls"]
       )
       const second = bodies[1]!["messages"] as Array<{ role: string; tool_call_id?: string }>
       assert.deepStrictEqual(second.map((m) => m.role), ["system", "user", "assistant", "tool"])

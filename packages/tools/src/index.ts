@@ -11,6 +11,9 @@ import type { PlatformError } from "effect"
 import { bashOptionsLayer, bashTool } from "./BashTool.ts"
 import type { BashOptions } from "./BashTool.ts"
 import { editTool } from "./EditTool.ts"
+import { findTool } from "./FindTool.ts"
+import { grepTool } from "./GrepTool.ts"
+import { lsTool } from "./LsTool.ts"
 import { outputStoreLayer } from "./OutputStore.ts"
 import { readTool } from "./ReadTool.ts"
 import { workspaceLayer } from "./Workspace.ts"
@@ -18,20 +21,26 @@ import { writeTool } from "./WriteTool.ts"
 
 export * from "./BashTool.ts"
 export * from "./EditTool.ts"
+export * from "./FindTool.ts"
+export * from "./GrepTool.ts"
+export * from "./LsTool.ts"
 export * from "./OutputStore.ts"
 export * from "./ReadTool.ts"
+export * from "./Search.ts"
+export * from "./WebFetchTool.ts"
 export * from "./Workspace.ts"
 export * from "./WorkspaceFileError.ts"
 export * as WorkspaceFiles from "./WorkspaceFiles.ts"
 export * from "./WriteTool.ts"
 
 /**
- * The four coding tools, in the order a model sees them.
+ * The coding tools, in the order a model sees them: `read`, `write`, `edit`, `bash`, then the
+ * read-only searches `grep`, `find` and `ls` (`web_fetch` is not among them: it is off unless added).
  *
  * @since 0.1.0
  * @category tools
  */
-export const codingTools = [readTool, writeTool, editTool, bashTool] as const
+export const codingTools = [readTool, writeTool, editTool, bashTool, grepTool, findTool, lsTool] as const
 
 /**
  * Options of `codingToolsLayer`.

@@ -7,10 +7,18 @@ import { Effect, FileSystem, Layer } from "effect"
 import { node } from "./helpers.ts"
 
 describe("the coding tools through the loop", () => {
-  it("read is read-only; write, edit and bash run alone (exclusive)", () => {
+  it("read, grep, find and ls are read-only; write, edit and bash run alone (exclusive)", () => {
     assert.deepStrictEqual(
       codingTools.map((t) => [t.name, t.definition.readOnly === true, t.definition.exclusive === true]),
-      [["read", true, false], ["write", false, true], ["edit", false, true], ["bash", false, true]]
+      [
+        ["read", true, false],
+        ["write", false, true],
+        ["edit", false, true],
+        ["bash", false, true],
+        ["grep", true, false],
+        ["find", true, false],
+        ["ls", true, false]
+      ]
     )
   })
 

@@ -22,10 +22,10 @@ import { WorkspaceFileError } from "../WorkspaceFileError.ts"
 import { lenientMatches, visible } from "./lenientNames.ts"
 
 const flags = NodeFs.constants
-const O_NOFOLLOW = flags.O_NOFOLLOW ?? 0
-const O_DIRECTORY = flags.O_DIRECTORY ?? 0
-const O_NONBLOCK = flags.O_NONBLOCK ?? 0
-const O_NOCTTY = flags.O_NOCTTY ?? 0
+export const O_NOFOLLOW = flags.O_NOFOLLOW ?? 0
+export const O_DIRECTORY = flags.O_DIRECTORY ?? 0
+export const O_NONBLOCK = flags.O_NONBLOCK ?? 0
+export const O_NOCTTY = flags.O_NOCTTY ?? 0
 
 /** Symbolic links followed in one resolution at most, like the kernel's limit. */
 export const MAX_LINKS = 40
@@ -60,21 +60,21 @@ const canUseFdPaths = (): boolean => {
 }
 
 /** An opened directory: its descriptor and the physical path it was reached by. */
-interface Dir {
+export interface Dir {
   readonly fd: number
   readonly path: string
 }
 
 /** The path through which `name` inside `dir` is reached. */
-const at = (dir: Dir, name: string): string =>
+export const at = (dir: Dir, name: string): string =>
   descriptorPaths() ? `/proc/self/fd/${dir.fd}/${name}` : `${dir.path}/${name}`
 
-const codeOf = (error: unknown): string | undefined =>
+export const codeOf = (error: unknown): string | undefined =>
   typeof error === "object" && error !== null && "code" in error && typeof error.code === "string" ?
     error.code :
     undefined
 
-const messageOf = (error: unknown): string => {
+export const messageOf = (error: unknown): string => {
   const code = codeOf(error)
   if (code === "ENOENT") return "no such file or directory"
   if (code === "EACCES" || code === "EPERM") return "permission denied"
@@ -627,7 +627,7 @@ const temporaryName = (name: string): string =>
  * Reads from `fd` until end of file or `limit` bytes, whichever comes first; `expected` (the size
  * `fstat` gave) sizes the first buffer, so a small file does not cost a large allocation.
  */
-const readUpTo = (fd: number, limit: number, expected: number): Uint8Array => {
+export const readUpTo = (fd: number, limit: number, expected: number): Uint8Array => {
   const chunks: Array<Uint8Array> = []
   let total = 0
   while (total < limit) {
