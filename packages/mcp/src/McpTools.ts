@@ -37,7 +37,7 @@ import type {
   ToolResultMessage,
   ToolServices
 } from "@agentloop/core"
-import { OutputStore } from "@agentloop/tools"
+import { fitImageContent, OutputStore } from "@agentloop/tools"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -70,6 +70,10 @@ import type { ArgumentCheck } from "./internal/validate.ts"
 import { serverPrefix, toolNameFor } from "./Naming.ts"
 import { limitResult, toToolResult } from "./Results.ts"
 import type { PrepareImage } from "./Results.ts"
+
+/** The default `prepareImage`: the image as `read` would send it. */
+const fitServerImage: PrepareImage = (image, source) =>
+  fitImageContent(image, `the image from ${source.server} (tool ${source.tool})`)
 
 /**
  * How many progress notifications of one call may wait to become `tool_progress` events; when a
@@ -112,7 +116,9 @@ export interface McpToolsOptions {
   readonly clientName?: string | undefined
   /**
    * What every image of a result (an `image` part, or an embedded `image/*` resource) becomes
-   * before the model sees it: the place to resize images. Default: the image as the server sent it.
+   * before the model sees it. Default: `fitImageContent` from `@agentloop/tools`, as `read` sends
+   * images (recognised by its bytes, checked, resized, with a note; left out, saying why, when it
+   * is no image or cannot be sent).
    */
   readonly prepareImage?: PrepareImage | undefined
 }
@@ -546,7 +552,7 @@ export const makeMcpTools = (
         return yield* limitResult(
           toToolResult(call, name, entry.tool.name, exit.value),
           server.config.maxOutputChars ?? MCP_MAX_OUTPUT_CHARS,
-          options.prepareImage
+          options.prepareImage ?? fitServerImage
         ).pipe(Effect.provideService(OutputStore, store))
       })
 

@@ -166,9 +166,10 @@ export const toToolResult = (
 }
 
 /**
- * What an image block of an MCP result becomes before the model sees it: an image (the same, or
- * resized) or a text that stands for it. The seam through which `McpToolsOptions.prepareImage`
- * passes every image of a result (an `image` part or an embedded `image/*` resource).
+ * What an image block of an MCP result becomes before the model sees it: its parts (the image,
+ * the same or resized, with a note; or a text that stands for it). The seam through which
+ * `McpToolsOptions.prepareImage` passes every image of a result (an `image` part or an embedded
+ * `image/*` resource).
  *
  * @since 0.1.0
  * @category models
@@ -176,7 +177,7 @@ export const toToolResult = (
 export type PrepareImage = (
   image: ImageContent,
   source: { readonly server: string; readonly tool: string }
-) => Effect.Effect<TextContent | ImageContent>
+) => Effect.Effect<ReadonlyArray<TextContent | ImageContent>>
 
 /**
  * `result` within `maxChars` characters of text: when its text parts are longer together, they
@@ -198,7 +199,8 @@ export const limitResult = (
     const source = (result.details as McpResultDetails | undefined)?.mcp ?? { server: "", tool: result.toolName }
     const content: Array<TextContent | ImageContent> = []
     for (const part of result.content) {
-      content.push(part.type === "image" && prepareImage !== undefined ? yield* prepareImage(part, source) : part)
+      if (part.type === "image" && prepareImage !== undefined) content.push(...yield* prepareImage(part, source))
+      else content.push(part)
     }
     const texts = content.filter((part): part is TextContent => part.type === "text")
     const chars = texts.reduce((sum, part) => sum + part.text.length, Math.max(0, texts.length - 1))

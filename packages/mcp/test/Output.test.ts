@@ -128,8 +128,8 @@ describe("MCP results are capped", { timeout: 60_000 }, () => {
         Effect.sync(() => {
           seen.push(`${source.server}/${source.tool}: ${image.mimeType}`)
           return image.mimeType === "image/png" ?
-            { type: "text" as const, text: "[a png, left out]" } :
-            { ...image, data: "resized" }
+            [{ type: "text" as const, text: "[a png, left out]" }] :
+            [{ ...image, data: "resized" }]
         })
     }
     return withServers([largeServer("pics")], () =>
@@ -143,6 +143,18 @@ describe("MCP results are capped", { timeout: 60_000 }, () => {
         ])
       }), { mcp })
   })
+  it.effect("by default an image goes as read sends it: checked by its bytes, and one that is not whole left out", () =>
+    withServers([largeServer("pics")], () =>
+      Effect.gen(function*() {
+        // the fixture's images are a PNG signature and a JPEG header with nothing after them
+        const result = yield* call("pics__images")
+        assert.strictEqual(result.content.length, 3)
+        assert.deepStrictEqual(result.content[0], { type: "text", text: "two images" })
+        for (const part of result.content.slice(1)) {
+          assert.strictEqual(part.type, "text")
+          assert.match(part.type === "text" ? part.text : "", /the image from pics \(tool images\).*it was left out/)
+        }
+      })))
 })
 
 describe("limitResult", () => {
