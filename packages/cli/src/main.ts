@@ -17,6 +17,7 @@ import * as nodePath from "node:path"
 import { abortCommand, approveCommand, chatCommand, runCommand, runsCommand, sessionsCommand } from "./Agent.ts"
 import { ProviderName } from "./Config.ts"
 import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
+import { cliLoggerLayer } from "./Logs.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { stripControl } from "./Sanitize.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
@@ -479,5 +480,7 @@ export const main = Command.run(agentloop, { version: "0.1.0" }).pipe(
       if (e.errors.length > 0) process.exitCode = 2
     })),
   Effect.provide(CliOutput.layerPresenter(usagePresenter)),
+  // log entries (a provider's retries) as one readable line each
+  Effect.provide(cliLoggerLayer),
   Effect.provide(NodeServices.layer)
 )

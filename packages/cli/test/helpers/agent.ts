@@ -29,6 +29,8 @@ export type Step =
     readonly usage?: { input: number; output: number; cached?: number }
   }
   | { readonly hang: true }
+  /** An HTTP error answer (e.g. 429 with `retry-after-ms`). */
+  | { readonly status: number; readonly headers?: Record<string, string> }
 
 export interface RecordedBody {
   readonly path: string
@@ -41,9 +43,11 @@ export interface ScriptServer {
   readonly close: () => Promise<void>
 }
 
+type TextStep = Exclude<Step, { hang: true } | { status: number }>
+
 const sse = (chunks: ReadonlyArray<unknown>) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("")
 
-const openAiBody = (step: Exclude<Step, { hang: true }>) => {
+const openAiBody = (step: TextStep) => {
   const chunks: Array<unknown> = []
   if (step.text !== undefined) {
     chunks.push({ choices: [{ index: 0, delta: { role: "assistant", content: step.text }, finish_reason: null }] })
@@ -80,7 +84,7 @@ const openAiBody = (step: Exclude<Step, { hang: true }>) => {
   return sse(chunks) + "data: [DONE]\n\n"
 }
 
-const anthropicBody = (step: Exclude<Step, { hang: true }>) => {
+const anthropicBody = (step: TextStep) => {
   const events: Array<{ type: string } & Record<string, unknown>> = []
   const usage = step.usage ?? { input: 0, output: 0 }
   events.push({
@@ -169,6 +173,11 @@ export const scriptServer = async (
       if (step === undefined) {
         res.writeHead(500, { "content-type": "application/json" })
         res.end(JSON.stringify({ error: { message: `no scripted answer for request ${index}` } }))
+        return
+      }
+      if ("status" in step) {
+        res.writeHead(step.status, { "content-type": "application/json", ...step.headers })
+        res.end(JSON.stringify({ error: { message: `scripted HTTP ${step.status}` } }))
         return
       }
       res.writeHead(200, { "content-type": "text/event-stream" })
