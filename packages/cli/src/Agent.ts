@@ -28,6 +28,7 @@ import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
 import { stripControl } from "./Sanitize.ts"
 import { CODING_SYSTEM_PROMPT } from "./Session.ts"
+import { historyFile, openHistory } from "./History.ts"
 import { createSession, listSessions, openSession, readSession, SESSIONS_FOLDER } from "./Sessions.ts"
 import type { SessionLog } from "./Sessions.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
@@ -225,8 +226,10 @@ const makeAgent = (
       )
     )
     const renderer = yield* makeRenderer({ write: out, style, live: display.isTTY === true, columns: display.columns })
-    const input = yield* makeLineInput(controller)
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
+    // the prompt history of this project, on a terminal
+    const history = process.stdin.isTTY === true ? yield* openHistory(historyFile(root, process.env), report) : undefined
+    const input = yield* makeLineInput(controller, history)
 
     // the session: new, the latest (--continue) or a given one (--resume ID)
     const configuredPrompt = settings.systemPrompt ?? CODING_SYSTEM_PROMPT
@@ -501,13 +504,15 @@ const HELP = [
   "/compact         summarise older turns now (the session file keeps everything)",
   "/model NAME      switch the model (same provider)",
   "/clear           start a new session",
-  "/exit            leave (or Ctrl-D); Ctrl-C aborts a run, twice within 2 s exits",
-  "A line ending with \\ continues on the next line."
+  "/edit            write the message in $EDITOR (Ctrl-G too)",
+  "/exit            leave (or Ctrl-D, also while a run works); Ctrl-C aborts a run, twice within 2 s exits",
+  "A new line: Ctrl-J, Alt-Enter, Shift-Enter (where the terminal tells it), or \\ at the end of a line.",
+  "A paste is one message. ↑/↓ recall earlier messages (kept per project), Ctrl-R searches them."
 ].join("\n")
 
 /**
- * `agentloop chat`: an interactive session (line editing, history, multi-line input with a
- * trailing `\`, slash commands).
+ * `agentloop chat`: an interactive session (the terminal's line editor: multi-line input, pastes
+ * whole, per-project history with search, an external editor; slash commands).
  *
  * @since 0.1.0
  * @category commands
@@ -519,8 +524,10 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
     out(`${style.bold("agentloop chat")} ${style.dim(`${agent.describe()} · ${agent.root}`)}\n`)
     out(`${style.dim(`session ${agent.sessionFile()} · /help for commands`)}\n`)
     yield* agent.resumePending.pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+    let edit = false
     while (!agent.controller.exitRequested()) {
-      const first = yield* agent.input.read(style.cyan("> "))
+      const first = yield* agent.input.read(style.cyan("> "), { edit })
+      edit = false
       if (first === undefined) break
       let text = first
       while (text.endsWith("\\")) {
@@ -535,6 +542,10 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
         const arg = rest.join(" ")
         if (command === "/exit" || command === "/quit") break
         if (command === "/help") out(`${HELP}\n`)
+        else if (command === "/edit") {
+          if (agent.input.interactive) edit = true
+          else out("/edit needs a terminal\n")
+        }
         else if (command === "/cost") out(`${agent.cost()}\n`)
         else if (command === "/compact") yield* agent.compactNow
         else if (command === "/clear") yield* agent.clear

@@ -13,6 +13,8 @@
 import { Deferred, Effect } from "effect"
 import type { Scope } from "effect"
 import * as readline from "node:readline"
+import type { History } from "./History.ts"
+import { makeTerminalInput } from "./internal/TerminalInput.ts"
 
 /**
  * The exit codes the CLI uses for signals.
@@ -151,81 +153,32 @@ export const installController = (
 export interface LineInput {
   /** A terminal (line editing, history, approvals can be asked). */
   readonly interactive: boolean
-  /** The next line, or `undefined` at the end of input (Ctrl-D, closed stdin, exit requested). */
-  readonly read: (prompt: string, options?: { readonly history?: boolean }) => Effect.Effect<string | undefined>
+  /**
+   * The next text, or `undefined` at the end of input (Ctrl-D, closed stdin, exit requested).
+   * `history: false` (an approval question): no history, and nothing typed is kept. `edit`: opens
+   * the external editor at once (`/edit`).
+   */
+  readonly read: (
+    prompt: string,
+    options?: { readonly history?: boolean; readonly edit?: boolean }
+  ) => Effect.Effect<string | undefined>
 }
 
 /**
- * Line input on stdin: with line editing and history on a terminal (a fresh `readline` per
- * question, so between questions the terminal is back in its normal mode and Ctrl-C is a signal),
- * plain lines otherwise.
+ * Line input on stdin. On a terminal, one line editor for as long as the scope lasts (see
+ * `makeTerminalInput`); otherwise plain lines.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeLineInput = (controller: Controller): Effect.Effect<LineInput, never, Scope.Scope> =>
+export const makeLineInput = (
+  controller: Controller,
+  history?: History
+): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
     const input = process.stdin
     if (input.isTTY === true) {
-      const history: Array<string> = []
-      return {
-        interactive: true,
-        read: (prompt, options) =>
-          Effect.callback<string | undefined>((resume) => {
-            if (controller.exitRequested()) {
-              resume(Effect.succeed(undefined))
-              return
-            }
-            let done = false
-            let watcher: { readonly interruptUnsafe: () => void } | undefined
-            const rl = readline.createInterface({
-              input,
-              // questions go to the terminal even when stdout is a pipe
-              output: process.stdout.isTTY === true ? process.stdout : process.stderr,
-              terminal: true,
-              history: options?.history === false ? [] : history.slice(),
-              historySize: 1000,
-              removeHistoryDuplicates: true
-            })
-            const finish = (value: string | undefined) => {
-              if (done) return
-              done = true
-              if (value !== undefined && options?.history !== false && value.trim().length > 0) {
-                const i = history.indexOf(value)
-                if (i >= 0) history.splice(i, 1)
-                history.unshift(value)
-              }
-              rl.close()
-              watcher?.interruptUnsafe()
-              resume(Effect.succeed(value))
-            }
-            rl.on("line", (line) => finish(line))
-            rl.on("close", () => finish(undefined))
-            rl.on("SIGINT", () => {
-              if (rl.line.length > 0) {
-                // first Ctrl-C on a typed line clears it
-                rl.write(null, { ctrl: true, name: "u" })
-                return
-              }
-              process.stdout.write("\n")
-              controller.interrupt()
-              if (controller.exitRequested()) finish(undefined)
-              // a question asked during a run (an approval) goes away with the aborted run
-              else if (options?.history !== false) rl.prompt()
-            })
-            const onExit = Deferred.await(controller.exit).pipe(Effect.andThen(Effect.sync(() => finish(undefined))))
-            watcher = Effect.runFork(onExit)
-            rl.setPrompt(prompt)
-            rl.prompt()
-            return Effect.sync(() => {
-              watcher?.interruptUnsafe()
-              if (!done) {
-                done = true
-                rl.close()
-              }
-            })
-          })
-      } satisfies LineInput
+      return yield* makeTerminalInput(controller, history ?? { entries: () => [], add: () => {} })
     }
     // not a terminal: one reader over stdin, lines queued
     const lines: Array<string> = []

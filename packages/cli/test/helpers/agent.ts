@@ -204,9 +204,14 @@ export const scriptServer = async (
 /** A fresh workspace folder (real path). */
 export const makeWorkspace = (): string => realpathSync(mkdtempSync(join(tmpdir(), "agentloop-agent-test-")))
 
-/** The environment the CLI runs with in tests: no config from the machine, no colours forced. */
+/** The environment the CLI runs with in tests: no config or history from the machine, no colours forced. */
 export const testEnv = (workspace: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: join(workspace, ".no-user-config"), ...extra }
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    XDG_CONFIG_HOME: join(workspace, ".no-user-config"),
+    XDG_STATE_HOME: join(workspace, ".no-user-state"),
+    ...extra
+  }
   for (
     const name of [
       "AGENTLOOP_PROVIDER",
