@@ -19,6 +19,7 @@ import { resolveSettings } from "./Config.ts"
 import type { FlagSettings } from "./Config.ts"
 import { abortDurableRun, approveRun, listWorkspaceRuns, runnerBusy, splitAtRun, unfinishedRun } from "./Durable.ts"
 import type { RecordedRun } from "./Durable.ts"
+import { historyFile, openHistory } from "./History.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
 import { durableEngine } from "./internal/DurableEngine.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
@@ -28,7 +29,6 @@ import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
 import { stripControl } from "./Sanitize.ts"
 import { CODING_SYSTEM_PROMPT } from "./Session.ts"
-import { historyFile, openHistory } from "./History.ts"
 import { createSession, listSessions, openSession, readSession, SESSIONS_FOLDER } from "./Sessions.ts"
 import type { SessionLog } from "./Sessions.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
@@ -187,6 +187,8 @@ const makeAgent = (
   options: {
     /** The final answer's schema (`run --output-schema`): stdout is kept for the answer, the rest goes to stderr. */
     readonly output?: OutputSchema<unknown> | undefined
+    /** `chat`: Ctrl-D while a run works leaves; the prompt history is used. */
+    readonly chat?: boolean
   } = {}
 ): Effect.Effect<Agent, CliError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -227,9 +229,11 @@ const makeAgent = (
     )
     const renderer = yield* makeRenderer({ write: out, style, live: display.isTTY === true, columns: display.columns })
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
-    // the prompt history of this project, on a terminal
-    const history = process.stdin.isTTY === true ? yield* openHistory(historyFile(root, process.env), report) : undefined
-    const input = yield* makeLineInput(controller, history)
+    // the prompt history of this project, for chat on a terminal
+    const history = options.chat === true && process.stdin.isTTY === true
+      ? yield* openHistory(historyFile(root, process.env), report)
+      : undefined
+    const input = yield* makeLineInput(controller, { history, leaveOnEof: options.chat === true })
 
     // the session: new, the latest (--continue) or a given one (--resume ID)
     const configuredPrompt = settings.systemPrompt ?? CODING_SYSTEM_PROMPT
@@ -519,7 +523,7 @@ const HELP = [
  */
 export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
   Effect.scoped(Effect.gen(function*() {
-    const agent = yield* makeAgent(flags)
+    const agent = yield* makeAgent(flags, { chat: true })
     const { style, out } = agent
     out(`${style.bold("agentloop chat")} ${style.dim(`${agent.describe()} · ${agent.root}`)}\n`)
     out(`${style.dim(`session ${agent.sessionFile()} · /help for commands`)}\n`)
@@ -545,8 +549,7 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
         else if (command === "/edit") {
           if (agent.input.interactive) edit = true
           else out("/edit needs a terminal\n")
-        }
-        else if (command === "/cost") out(`${agent.cost()}\n`)
+        } else if (command === "/cost") out(`${agent.cost()}\n`)
         else if (command === "/compact") yield* agent.compactNow
         else if (command === "/clear") yield* agent.clear
         else if (command === "/model") {

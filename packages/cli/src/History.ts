@@ -107,7 +107,9 @@ export const openHistory = (
   Effect.sync(() => {
     let broken = false
     const fail = (what: string, error: unknown) => {
-      if (!broken) report(`the prompt history ${file} cannot be ${what} (${(error as { code?: string }).code ?? error})`)
+      if (!broken) {
+        report(`the prompt history ${file} cannot be ${what} (${(error as { code?: string }).code ?? error})`)
+      }
       broken = true
     }
     let entries: Array<string> = []

@@ -296,9 +296,13 @@ export const applyKey = (s: EditState, key: Key): EditState => {
 export const atEdge = (s: EditState, direction: "up" | "down"): boolean =>
   direction === "up" ? lineStart(s.text, s.cursor) === 0 : lineEnd(s.text, s.cursor) >= s.text.length
 
-/** The width of text on the terminal, without its colour sequences (one column a code point). */
-export const visibleWidth = (text: string): number =>
-  [...text.replace(/\u001b\[[0-9;]*m/g, "")].length
+/**
+ * The width of text on the terminal, without its colour sequences (one column a code point).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const visibleWidth = (text: string): number => [...text.replace(/\u001b\[[0-9;]*m/g, "")].length
 
 /**
  * Where the text ends and where the cursor is, in rows and columns from the prompt's start, when
@@ -326,7 +330,9 @@ export const layout = (
       return { row: row + Math.floor(col / width), col: col % width }
     }
     const chars = [...line].length
-    if (s.cursor >= offset && s.cursor <= offset + line.length) cursor = at([...line.slice(0, s.cursor - offset)].length)
+    if (s.cursor >= offset && s.cursor <= offset + line.length) {
+      cursor = at(Array.from(line.slice(0, s.cursor - offset)).length)
+    }
     end = at(chars)
     // a line filling its last row exactly: the next one starts on the row after (no empty row between)
     const w = lead + chars

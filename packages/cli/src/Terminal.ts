@@ -165,20 +165,29 @@ export interface LineInput {
 }
 
 /**
- * Line input on stdin. On a terminal, one line editor for as long as the scope lasts (see
- * `makeTerminalInput`); otherwise plain lines.
+ * Line input on stdin. On a terminal, one line editor on a raw-mode stdin for as long as the scope
+ * lasts (bracketed paste, new-line keys, history, Ctrl-R, `$EDITOR`: see the package README), which
+ * also reads Ctrl-C and Ctrl-D while no question is asked; otherwise plain lines.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeLineInput = (
   controller: Controller,
-  history?: History
+  options: {
+    /** The prompt history (none: nothing is recalled or kept). */
+    readonly history?: History | undefined
+    /** Ctrl-D while no question is asked (a run works) leaves (`chat`); otherwise it is ignored. */
+    readonly leaveOnEof?: boolean
+  } = {}
 ): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
     const input = process.stdin
     if (input.isTTY === true) {
-      return yield* makeTerminalInput(controller, history ?? { entries: () => [], add: () => {} })
+      return yield* makeTerminalInput(controller, {
+        history: options.history ?? { entries: () => [], add: () => {} },
+        leaveOnEof: options.leaveOnEof === true
+      })
     }
     // not a terminal: one reader over stdin, lines queued
     const lines: Array<string> = []

@@ -6,6 +6,7 @@ import { join } from "node:path"
 import { historyFile } from "../src/History.ts"
 import { applyKey, layout, makeKeyDecoder } from "../src/LineEditor.ts"
 import {
+  eventually,
   isSummaryRequest,
   jsonLines,
   makeWorkspace,
@@ -96,109 +97,128 @@ describe("agentloop chat input (in a pseudo-terminal)", () => {
     }
   }, 240_000)
 
-  it("Ctrl-D exits at once after --continue, /compact, /model and /clear; while a run streams it aborts it", async () => {
-    const ws = makeWorkspace()
-    const server = await scriptServer((body, index) =>
-      isSummaryRequest(body) ? { text: "summary" } : index === 4 ? { hang: true } : { text: `answer ${index + 1}` }
-    )
-    try {
-      const env = testEnv(ws)
-      const first = startCli(["run", ...providerFlags(server), "hello"], { cwd: ws, env })
-      assert.strictEqual((await first.exitedWithin(120_000)).code, 0, first.stderr())
-      const cli = startCli(["chat", "--continue", ...providerFlags(server)], { cwd: ws, env, pty: true })
-      await cli.waitFor("/help for commands")
-      await step(cli, "more\r", "answer")
-      await step(cli, "/compact\r", "compacted")
-      await step(cli, "/model other\r", "model: other")
-      await step(cli, "/clear\r", "new session")
-      cli.write("\u0004")
-      assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
-
-      // a run that streams (the server sends nothing more): Ctrl-D aborts it, pairs it, and leaves
-      const again = startCli(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true })
-      await again.waitFor("/help for commands")
-      const before = server.bodies.length
-      again.write("wait for it\r")
-      while (server.bodies.length === before) await again.waitFor(/./, 90_000, again.output().length - 1)
-      again.write("\u0004")
-      assert.strictEqual((await again.exitedWithin(60_000)).code, 0, again.output())
-      const file = sessionFiles(ws).pop()!
-      const loaded = Effect.runSync(parseTranscript(readFileSync(file, "utf8"), file))
-      assert.deepStrictEqual(pairingViolations(loaded.messages), [])
-      assert.strictEqual(jsonLines(file).find((l) => l["type"] === "run_end")!["reason"], "aborted")
-    } finally {
-      await server.close()
-    }
-  }, 240_000)
-
-  it("history survives a restart: ↑ recalls a whole multi-line entry, Ctrl-R finds one; 0600; no approval answers", async () => {
-    const ws = makeWorkspace()
-    const server = await scriptServer((_body, index) =>
-      index === 1 ?
-        { calls: [{ id: "h1", name: "bash", args: { command: "touch x" } }] } :
-        { text: `answer ${index + 1}` }
-    )
-    try {
-      const env = testEnv(ws)
-      const one = startCli(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true })
-      await one.waitFor("/help for commands")
-      await step(one, "alpha line\nbeta line\r", "answer 1")
-      let at = one.output().length
-      one.write("make a file\r")
-      await one.waitFor("allow?", 90_000, at)
-      at = one.output().length
-      one.write("n secret-approval-reason\r")
-      await one.waitFor(/answer 3[\s\S]*> /, 90_000, at)
-      one.write("\u0004")
-      assert.strictEqual((await one.exitedWithin(60_000)).code, 0, one.output())
-      const file = historyFile(ws, env)
-      assert.strictEqual(statSync(file).mode & 0o777, 0o600)
-      assert.deepStrictEqual(
-        readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as string),
-        ["alpha line\nbeta line", "make a file"]
+  it(
+    "Ctrl-D exits at once after --continue, /compact, /model and /clear; while a run streams it aborts it",
+    async () => {
+      const ws = makeWorkspace()
+      const server = await scriptServer((body, index) =>
+        isSummaryRequest(body) ?
+          { text: "summary" } :
+          JSON.stringify(body).includes("wait for it") ?
+          { hang: true } :
+          { text: `answer ${index + 1}` }
       )
+      try {
+        const env = testEnv(ws)
+        const first = startCli(["run", ...providerFlags(server), "hello"], { cwd: ws, env })
+        assert.strictEqual((await first.exitedWithin(120_000)).code, 0, first.stderr())
+        const cli = startCli(["chat", "--continue", ...providerFlags(server)], { cwd: ws, env, pty: true })
+        await cli.waitFor("/help for commands")
+        await step(cli, "more\r", "answer")
+        await step(cli, "/compact\r", "compacted")
+        await step(cli, "/model other\r", "model: other")
+        await step(cli, "/clear\r", "new session")
+        cli.write("\u0004")
+        assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
 
-      const two = startCli(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true })
-      await two.waitFor("/help for commands")
-      // ↑ ↑: the multi-line entry, then Enter sends it again
-      await step(two, "\u001b[A\u001b[A\r", "answer 4")
-      // Ctrl-R "a fi": the later entry
-      await step(two, "\u0012a fi\r", "answer 5")
-      two.write("\u0004")
-      assert.strictEqual((await two.exitedWithin(60_000)).code, 0, two.output())
-      assert.deepStrictEqual(userTexts(server.bodies).slice(-2), ["alpha line\nbeta line", "make a file"])
-    } finally {
-      await server.close()
-    }
-  }, 240_000)
+        // a run that streams (the server sends nothing more): Ctrl-D aborts it, pairs it, and leaves
+        const again = startCli(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true })
+        await again.waitFor("/help for commands")
+        const before = server.bodies.length
+        again.write("wait for it\r")
+        assert.isTrue(await eventually(() => server.bodies.length > before, 90_000), "the request was sent")
+        again.write("\u0004")
+        assert.strictEqual((await again.exitedWithin(60_000)).code, 0, again.output())
+        const file = sessionFiles(ws).find((f) => readFileSync(f, "utf8").includes("wait for it"))!
+        const loaded = Effect.runSync(parseTranscript(readFileSync(file, "utf8"), file))
+        assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+        assert.strictEqual(jsonLines(file).find((l) => l["type"] === "run_end")!["reason"], "aborted")
+      } finally {
+        await server.close()
+      }
+    },
+    240_000
+  )
 
-  it("/edit and Ctrl-G: the message is written in $EDITOR, then sent with Enter; no editor process is left", async () => {
-    const ws = makeWorkspace()
-    const server = await scriptServer((_body, index) => ({ text: `answer ${index + 1}` }))
-    try {
-      const editor = join(ws, "editor.sh")
-      writeFileSync(editor, `#!/bin/sh\nprintf 'from the editor\\nline two\\n' >> "$1"\n`)
-      chmodSync(editor, 0o755)
-      const cli = startCli(["chat", ...providerFlags(server)], {
-        cwd: ws,
-        env: testEnv(ws, { EDITOR: editor }),
-        pty: true
-      })
-      await cli.waitFor("/help for commands")
-      let at = cli.output().length
-      cli.write("/edit\r")
-      await cli.waitFor("line two", 90_000, at)
-      await step(cli, "\r", "answer 1")
-      at = cli.output().length
-      cli.write("typed: \u0007")
-      await cli.waitFor("line two", 90_000, at)
-      await step(cli, "\r", "answer 2")
-      cli.write("/exit\r")
-      assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
-      assert.deepStrictEqual(userTexts(server.bodies), ["from the editor\nline two", "typed: from the editor\nline two"])
-      assert.deepStrictEqual(processesWith(editor), [], "the editor is gone")
-    } finally {
-      await server.close()
-    }
-  }, 240_000)
+  it(
+    "history survives a restart: ↑ recalls a whole multi-line entry, Ctrl-R finds one; 0600; no approval answers",
+    async () => {
+      const ws = makeWorkspace()
+      const server = await scriptServer((_body, index) =>
+        index === 1 ?
+          { calls: [{ id: "h1", name: "bash", args: { command: "touch x" } }] } :
+          { text: `answer ${index + 1}` }
+      )
+      try {
+        const env = testEnv(ws)
+        const one = startCli(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true })
+        await one.waitFor("/help for commands")
+        await step(one, "alpha line\nbeta line\r", "answer 1")
+        let at = one.output().length
+        one.write("make a file\r")
+        await one.waitFor("allow?", 90_000, at)
+        at = one.output().length
+        one.write("n secret-approval-reason\r")
+        await one.waitFor(/answer 3[\s\S]*> /, 90_000, at)
+        one.write("\u0004")
+        assert.strictEqual((await one.exitedWithin(60_000)).code, 0, one.output())
+        const file = historyFile(ws, env)
+        assert.strictEqual(statSync(file).mode & 0o777, 0o600)
+        assert.deepStrictEqual(
+          readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l) as string),
+          ["alpha line\nbeta line", "make a file"]
+        )
+
+        const two = startCli(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true })
+        await two.waitFor("/help for commands")
+        // ↑ ↑: the multi-line entry, then Enter sends it again
+        await step(two, "\u001b[A\u001b[A\r", "answer 4")
+        // Ctrl-R "a fi": the later entry
+        await step(two, "\u0012a fi\r", "answer 5")
+        two.write("\u0004")
+        assert.strictEqual((await two.exitedWithin(60_000)).code, 0, two.output())
+        assert.deepStrictEqual(userTexts(server.bodies).slice(-2), ["alpha line\nbeta line", "make a file"])
+      } finally {
+        await server.close()
+      }
+    },
+    240_000
+  )
+
+  it(
+    "/edit and Ctrl-G: the message is written in $EDITOR, then sent with Enter; no editor process is left",
+    async () => {
+      const ws = makeWorkspace()
+      const server = await scriptServer((_body, index) => ({ text: `answer ${index + 1}` }))
+      try {
+        const editor = join(ws, "editor.sh")
+        writeFileSync(editor, `#!/bin/sh\nprintf 'from the editor\\nline two\\n' >> "$1"\n`)
+        chmodSync(editor, 0o755)
+        const cli = startCli(["chat", ...providerFlags(server)], {
+          cwd: ws,
+          env: testEnv(ws, { EDITOR: editor }),
+          pty: true
+        })
+        await cli.waitFor("/help for commands")
+        let at = cli.output().length
+        cli.write("/edit\r")
+        await cli.waitFor("line two", 90_000, at)
+        await step(cli, "\r", "answer 1")
+        at = cli.output().length
+        cli.write("typed: \u0007")
+        await cli.waitFor("line two", 90_000, at)
+        await step(cli, "\r", "answer 2")
+        cli.write("/exit\r")
+        assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
+        assert.deepStrictEqual(userTexts(server.bodies), [
+          "from the editor\nline two",
+          "typed: from the editor\nline two"
+        ])
+        assert.deepStrictEqual(processesWith(editor), [], "the editor is gone")
+      } finally {
+        await server.close()
+      }
+    },
+    240_000
+  )
 })

@@ -41,9 +41,10 @@ interface Search {
  */
 export const makeTerminalInput = (
   controller: Controller,
-  history: History
+  options: { readonly history: History; readonly leaveOnEof: boolean }
 ): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
+    const { history } = options
     const input = process.stdin
     // questions go to the terminal even when stdout is a pipe
     const output = process.stdout.isTTY === true ? process.stdout : process.stderr
@@ -62,6 +63,7 @@ export const makeTerminalInput = (
         if (active !== undefined) active(key)
         else if (key.type === "key" && key.name === "interrupt") controller.interrupt()
         else if (key.type === "key" && key.name === "eof") {
+          if (!options.leaveOnEof) continue
           // while a run works: leave now (the run is aborted, its calls paired)
           if (!controller.exitRequested()) write("^D\r\n")
           controller.requestExit(0)
@@ -113,6 +115,8 @@ export const makeTerminalInput = (
         let draft = EMPTY
         let search: Search | undefined
         let row = 0
+        // what the last render showed
+        let last = { prompt: "", text: "", cursor: 0 }
         let done = false
         let watcher: Fiber.Fiber<void> | undefined
 
@@ -120,14 +124,32 @@ export const makeTerminalInput = (
           const shown = search === undefined ?
             { prompt, state } :
             {
-              prompt: `${search.match === undefined && search.query.length > 0 ? "(failing search)" : "(search)"} '${
-                search.query
-              }': `,
+              prompt: `${
+                search.match === undefined && search.query.length > 0 ? "(failing search)" : "(search)"
+              } '${search.query}': `,
               state: search.match === undefined ?
                 EMPTY :
                 { text: entries[search.match]!, cursor: entries[search.match]!.length }
             }
-          const at = layout(shown.prompt, continuation, shown.state, output.columns ?? 80)
+          // (a terminal that does not say its size, as some pseudo-terminals: 80 columns)
+          const columns = output.columns !== undefined && output.columns > 0 ? output.columns : 80
+          const at = layout(shown.prompt, continuation, shown.state, columns)
+          if (last.prompt === shown.prompt && last.text === shown.state.text && last.cursor === shown.state.cursor) {
+            return
+          }
+          // typing at the end of the text on the same row: only the new characters
+          const added = shown.state.text.slice(last.text.length)
+          if (
+            last.prompt === shown.prompt && shown.state.text.startsWith(last.text) &&
+            last.cursor === last.text.length &&
+            shown.state.cursor === shown.state.text.length && added.length > 0 && !added.includes("\n") &&
+            at.end.row === row && at.end.col > 0
+          ) {
+            last = { prompt: shown.prompt, text: shown.state.text, cursor: shown.state.cursor }
+            write(added)
+            return
+          }
+          last = { prompt: shown.prompt, text: shown.state.text, cursor: shown.state.cursor }
           let out = `${row > 0 ? `\u001b[${row}A` : ""}\r\u001b[J${shown.prompt}`
           out += shown.state.text.split("\n").join(`\r\n${continuation}`)
           // the end exactly at the edge: go to the next row, as the layout counts it
@@ -176,6 +198,7 @@ export const makeTerminalInput = (
             active = onKey
             state = { text, cursor: text.length }
             row = 0
+            last = { prompt: "", text: "", cursor: 0 }
             render()
           }
           child.on("exit", back)
@@ -229,7 +252,10 @@ export const makeTerminalInput = (
             switch (key.name) {
               case "enter":
                 if (state.cursor > 0 && state.text[state.cursor - 1] === "\\") {
-                  state = applyKey(applyKey(state, { type: "key", name: "backspace" }), { type: "key", name: "newline" })
+                  state = applyKey(applyKey(state, { type: "key", name: "backspace" }), {
+                    type: "key",
+                    name: "newline"
+                  })
                   break
                 }
                 finish(state.text)
@@ -241,6 +267,7 @@ export const makeTerminalInput = (
                 }
                 write("\r\n")
                 row = 0
+                last = { prompt: "", text: "", cursor: 0 }
                 controller.interrupt()
                 if (controller.exitRequested()) finish(undefined)
                 // a question asked during a run (an approval) goes away with the aborted run
@@ -264,6 +291,7 @@ export const makeTerminalInput = (
               case "clearScreen":
                 write("\u001b[H\u001b[2J")
                 row = 0
+                last = { prompt: "", text: "", cursor: 0 }
                 break
               case "up":
                 if (atEdge(state, "up") && index > 0) {
