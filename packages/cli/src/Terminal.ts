@@ -1,12 +1,14 @@
 /**
- * The terminal side of `run` and `chat`: reading lines (with line editing and history on a
- * terminal), and stopping.
+ * The terminal side of `run` and `chat`: reading lines (with a line editor on a terminal, see
+ * internal/TerminalInput.ts), and stopping.
  *
  * Stopping: the first Ctrl-C (SIGINT) aborts the current run — tools are interrupted, every call
  * is paired, the session is saved — and `chat` gives the prompt back; a second Ctrl-C within two
  * seconds exits. SIGTERM and SIGHUP abort the run and exit. A closed output pipe (`agentloop run …
  * | head`) does the same, silently. Exits go through the program's scopes, so no tool process
- * is left behind.
+ * is left behind. On a terminal stdin is in raw mode while the command runs: Ctrl-C arrives as a
+ * key, not a signal, and the line input hands it to the same controller; in `chat`, Ctrl-D while a
+ * run works asks to leave (`requestExit(0)`: the run is aborted first).
  *
  * @since 0.1.0
  */
