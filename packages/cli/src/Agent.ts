@@ -19,6 +19,7 @@ import { resolveSettings } from "./Config.ts"
 import type { FlagSettings } from "./Config.ts"
 import { abortDurableRun, approveRun, listWorkspaceRuns, runnerBusy, splitAtRun, unfinishedRun } from "./Durable.ts"
 import type { RecordedRun } from "./Durable.ts"
+import { historyFile, openHistory } from "./History.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
 import { attach } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
@@ -193,6 +194,8 @@ const makeAgent = (
   options: {
     /** The final answer's schema (`run --output-schema`): stdout is kept for the answer, the rest goes to stderr. */
     readonly output?: OutputSchema<unknown> | undefined
+    /** `chat`: Ctrl-D while a run works leaves; the prompt history is used. */
+    readonly chat?: boolean
   } = {}
 ): Effect.Effect<Agent, CliError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -232,8 +235,16 @@ const makeAgent = (
       )
     )
     const renderer = yield* makeRenderer({ write: out, style, live: display.isTTY === true, columns: display.columns })
-    const input = yield* makeLineInput(controller, { complete: mentionCompleter(root) })
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
+    // the prompt history of this project, for chat on a terminal
+    const history = options.chat === true && process.stdin.isTTY === true
+      ? yield* openHistory(historyFile(root, process.env), report)
+      : undefined
+    const input = yield* makeLineInput(controller, {
+      history,
+      leaveOnEof: options.chat === true,
+      complete: mentionCompleter(root)
+    })
 
     // the system prompt of a new session: the built-in one (or its replacement), the config's addition, AGENTS.md
     // (read again for each new session: /init, then /clear)
@@ -552,27 +563,31 @@ const HELP = [
   "/model NAME      switch the model (same provider)",
   "/clear           start a new session",
   "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
-  "/exit            leave (or Ctrl-D); Ctrl-C aborts a run, twice within 2 s exits",
+  "/edit            write the message in $EDITOR (Ctrl-G too)",
+  "/exit            leave (or Ctrl-D, also while a run works); Ctrl-C aborts a run, twice within 2 s exits",
   "@path            attach a workspace file (Tab completes paths); an image (PNG, JPEG, GIF, WebP) goes as an image",
-  "A line ending with \\ continues on the next line."
+  "A new line: Ctrl-J, Alt-Enter, Shift-Enter (where the terminal tells it), or \\ at the end of a line.",
+  "A paste is one message. ↑/↓ recall earlier messages (kept per project), Ctrl-R searches them."
 ].join("\n")
 
 /**
- * `agentloop chat`: an interactive session (line editing, history, multi-line input with a
- * trailing `\`, slash commands).
+ * `agentloop chat`: an interactive session (the terminal's line editor: multi-line input, pastes
+ * whole, per-project history with search, an external editor; slash commands).
  *
  * @since 0.1.0
  * @category commands
  */
 export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
   Effect.scoped(Effect.gen(function*() {
-    const agent = yield* makeAgent(flags)
+    const agent = yield* makeAgent(flags, { chat: true })
     const { style, out } = agent
     out(`${style.bold("agentloop chat")} ${style.dim(`${agent.describe()} · ${agent.root}`)}\n`)
     out(`${style.dim(`session ${agent.sessionFile()} · /help for commands`)}\n`)
     yield* agent.resumePending.pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+    let edit = false
     while (!agent.controller.exitRequested()) {
-      const first = yield* agent.input.read(style.cyan("> "))
+      const first = yield* agent.input.read(style.cyan("> "), { edit })
+      edit = false
       if (first === undefined) break
       let text = first
       while (text.endsWith("\\")) {
@@ -587,7 +602,10 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
         const arg = rest.join(" ")
         if (command === "/exit" || command === "/quit") break
         if (command === "/help") out(`${HELP}\n`)
-        else if (command === "/cost") out(`${agent.cost()}\n`)
+        else if (command === "/edit") {
+          if (agent.input.interactive) edit = true
+          else out("/edit needs a terminal\n")
+        } else if (command === "/cost") out(`${agent.cost()}\n`)
         else if (command === "/compact") yield* agent.compactNow
         else if (command === "/clear") yield* agent.clear
         else if (command === "/init") {

@@ -1,18 +1,22 @@
 /**
- * The terminal side of `run` and `chat`: reading lines (with line editing and history on a
- * terminal), and stopping.
+ * The terminal side of `run` and `chat`: reading lines (with a line editor on a terminal, see
+ * internal/TerminalInput.ts), and stopping.
  *
  * Stopping: the first Ctrl-C (SIGINT) aborts the current run — tools are interrupted, every call
  * is paired, the session is saved — and `chat` gives the prompt back; a second Ctrl-C within two
  * seconds exits. SIGTERM and SIGHUP abort the run and exit. A closed output pipe (`agentloop run …
  * | head`) does the same, silently. Exits go through the program's scopes, so no tool process
- * is left behind.
+ * is left behind. On a terminal stdin is in raw mode while the command runs: Ctrl-C arrives as a
+ * key, not a signal, and the line input hands it to the same controller; in `chat`, Ctrl-D while a
+ * run works asks to leave (`requestExit(0)`: the run is aborted first).
  *
  * @since 0.1.0
  */
 import { Deferred, Effect } from "effect"
 import type { Scope } from "effect"
 import * as readline from "node:readline"
+import type { History } from "./History.ts"
+import { makeTerminalInput } from "./internal/TerminalInput.ts"
 
 /**
  * The exit codes the CLI uses for signals.
@@ -151,92 +155,44 @@ export const installController = (
 export interface LineInput {
   /** A terminal (line editing, history, approvals can be asked). */
   readonly interactive: boolean
-  /** The next line, or `undefined` at the end of input (Ctrl-D, closed stdin, exit requested). */
-  readonly read: (prompt: string, options?: { readonly history?: boolean }) => Effect.Effect<string | undefined>
+  /**
+   * The next text, or `undefined` at the end of input (Ctrl-D, closed stdin, exit requested).
+   * `history: false` (an approval question): no history, and nothing typed is kept. `edit`: opens
+   * the external editor at once (`/edit`).
+   */
+  readonly read: (
+    prompt: string,
+    options?: { readonly history?: boolean; readonly edit?: boolean }
+  ) => Effect.Effect<string | undefined>
 }
 
 /**
- * Line input on stdin: with line editing and history on a terminal (a fresh `readline` per
- * question, so between questions the terminal is back in its normal mode and Ctrl-C is a signal),
- * plain lines otherwise.
+ * Line input on stdin. On a terminal, one line editor on a raw-mode stdin for as long as the scope
+ * lasts (bracketed paste, new-line keys, history, Ctrl-R, `$EDITOR`: see the package README), which
+ * also reads Ctrl-C and Ctrl-D while no question is asked; otherwise plain lines.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const makeLineInput = (
   controller: Controller,
-  inputOptions: {
-    /** Tab completion (not in approvals): the candidates for the line before the cursor, and the part they replace. */
+  options: {
+    /** The prompt history (none: nothing is recalled or kept). */
+    readonly history?: History | undefined
+    /** Ctrl-D while no question is asked (a run works) leaves (`chat`); otherwise it is ignored. */
+    readonly leaveOnEof?: boolean
+    /** Tab completion (not in approvals): the candidates for the text before the cursor, and the part they replace. */
     readonly complete?: ((line: string) => Promise<[Array<string>, string]>) | undefined
   } = {}
 ): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
     const input = process.stdin
-    const { complete } = inputOptions
     if (input.isTTY === true) {
-      const history: Array<string> = []
-      return {
-        interactive: true,
-        read: (prompt, options) =>
-          Effect.callback<string | undefined>((resume) => {
-            if (controller.exitRequested()) {
-              resume(Effect.succeed(undefined))
-              return
-            }
-            let done = false
-            let watcher: { readonly interruptUnsafe: () => void } | undefined
-            const rl = readline.createInterface({
-              input,
-              // questions go to the terminal even when stdout is a pipe
-              output: process.stdout.isTTY === true ? process.stdout : process.stderr,
-              terminal: true,
-              history: options?.history === false ? [] : history.slice(),
-              historySize: 1000,
-              removeHistoryDuplicates: true,
-              ...(complete === undefined || options?.history === false ? {} : {
-                completer: (line: string, callback: (error: null, result: [Array<string>, string]) => void) =>
-                  void complete(line).then((r) => callback(null, r), () => callback(null, [[], line]))
-              })
-            })
-            const finish = (value: string | undefined) => {
-              if (done) return
-              done = true
-              if (value !== undefined && options?.history !== false && value.trim().length > 0) {
-                const i = history.indexOf(value)
-                if (i >= 0) history.splice(i, 1)
-                history.unshift(value)
-              }
-              rl.close()
-              watcher?.interruptUnsafe()
-              resume(Effect.succeed(value))
-            }
-            rl.on("line", (line) => finish(line))
-            rl.on("close", () => finish(undefined))
-            rl.on("SIGINT", () => {
-              if (rl.line.length > 0) {
-                // first Ctrl-C on a typed line clears it
-                rl.write(null, { ctrl: true, name: "u" })
-                return
-              }
-              process.stdout.write("\n")
-              controller.interrupt()
-              if (controller.exitRequested()) finish(undefined)
-              // a question asked during a run (an approval) goes away with the aborted run
-              else if (options?.history !== false) rl.prompt()
-            })
-            const onExit = Deferred.await(controller.exit).pipe(Effect.andThen(Effect.sync(() => finish(undefined))))
-            watcher = Effect.runFork(onExit)
-            rl.setPrompt(prompt)
-            rl.prompt()
-            return Effect.sync(() => {
-              watcher?.interruptUnsafe()
-              if (!done) {
-                done = true
-                rl.close()
-              }
-            })
-          })
-      } satisfies LineInput
+      return yield* makeTerminalInput(controller, {
+        history: options.history ?? { entries: () => [], add: () => {} },
+        leaveOnEof: options.leaveOnEof === true,
+        complete: options.complete
+      })
     }
     // not a terminal: one reader over stdin, lines queued
     const lines: Array<string> = []

@@ -10,14 +10,16 @@ import { scriptedModelLayer } from "@agentloop/testkit"
 import { codingToolsLayer } from "@agentloop/tools"
 import { NodeServices } from "@effect/platform-node"
 import { Deferred, Effect, Layer, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import { Argument, CliOutput, Command, Flag } from "effect/cli"
 import { mkdirSync, mkdtempSync, realpathSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as nodePath from "node:path"
 import { abortCommand, approveCommand, chatCommand, runCommand, runsCommand, sessionsCommand } from "./Agent.ts"
 import { ProviderName } from "./Config.ts"
 import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
+import { cliLoggerLayer } from "./Logs.ts"
 import { makeRenderer } from "./Renderer.ts"
+import { stripControl } from "./Sanitize.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
 import type { Style } from "./Style.ts"
@@ -447,6 +449,26 @@ const view = Command.make("view", {
   )
 
 /**
+ * How effect's command line reports what it was asked for: help and version as usual; a usage error
+ * (an unknown flag or command, a bad or missing value) as one line on stderr plus the command whose
+ * `--help` to read, instead of the whole help.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const usagePresenter: CliOutput.Presenter = {
+  present: (event) =>
+    event._tag === "InvalidInvocation" ?
+      Effect.sync(() => {
+        const first = event.errors[0]?.message ?? "invalid command line"
+        const line = first.split("\n").map((l) => l.trim()).filter((l) => l.length > 0).join(" ")
+        const more = event.errors.length > 1 ? ` (and ${event.errors.length - 1} more)` : ""
+        process.stderr.write(`agentloop: ${stripControl(line)}${more}; see ${event.commandPath.join(" ")} --help\n`)
+      }) :
+      CliOutput.defaultPresenter.present(event)
+}
+
+/**
  * The `agentloop` command.
  *
  * @since 0.1.0
@@ -463,4 +485,14 @@ export const agentloop = Command.make("agentloop").pipe(
  * @since 0.1.0
  * @category main
  */
-export const main = Command.run(agentloop, { version: "0.1.0" }).pipe(Effect.provide(NodeServices.layer))
+export const main = Command.run(agentloop, { version: "0.1.0" }).pipe(
+  // a bad flag or command: one line and where the help is, exit 2 (the help itself only on --help)
+  Effect.catchTag("ShowHelp", (e) =>
+    Effect.sync(() => {
+      if (e.errors.length > 0) process.exitCode = 2
+    })),
+  Effect.provide(CliOutput.layerPresenter(usagePresenter)),
+  // log entries (a provider's retries) as one readable line each
+  Effect.provide(cliLoggerLayer),
+  Effect.provide(NodeServices.layer)
+)

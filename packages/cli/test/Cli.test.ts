@@ -105,17 +105,27 @@ describe("agentloop demo (end to end, as a process)", () => {
     assert.include(demo.stdout, "--max-steps")
   }, 120_000)
 
-  it("bad flags and unknown commands give a clear error and a non-zero exit", async () => {
-    const [bogus, steps, unknown] = await Promise.all([
-      cli(["demo", "--bogus"]),
-      cli(["demo", "--max-steps", "many"]),
-      cli(["frobnicate"])
-    ])
-    assert.notStrictEqual(bogus.code, 0)
-    assert.include(bogus.stderr, "Unrecognized flag: --bogus")
-    assert.notStrictEqual(steps.code, 0)
-    assert.include(steps.stderr, "Invalid value for flag --max-steps: \"many\"")
-    assert.notStrictEqual(unknown.code, 0)
-    assert.include(unknown.stderr, "Unknown subcommand \"frobnicate\"")
-  }, 120_000)
+  it(
+    "bad flags and unknown commands: one line on stderr naming the problem and the --help to read, exit 2",
+    async () => {
+      const [bogus, steps, unknown, missing] = await Promise.all([
+        cli(["demo", "--bogus"]),
+        cli(["demo", "--max-steps", "many"]),
+        cli(["frobnicate"]),
+        cli(["run"])
+      ])
+      const oneLine = (r: { code: number | null; stdout: string; stderr: string }, text: string, command: string) => {
+        assert.strictEqual(r.code, 2, r.stderr)
+        assert.strictEqual(r.stdout, "", "no help on a usage error")
+        assert.strictEqual(r.stderr.split("\n").length, 2, r.stderr)
+        assert.include(r.stderr, text)
+        assert.match(r.stderr, new RegExp(`^agentloop: .*; see ${command} --help\\n$`))
+      }
+      oneLine(bogus, "Unrecognized flag: --bogus", "agentloop demo")
+      oneLine(steps, "Invalid value for flag --max-steps: \"many\"", "agentloop demo")
+      oneLine(unknown, "Unknown subcommand \"frobnicate\"", "agentloop")
+      oneLine(missing, "Missing required argument: task", "agentloop run")
+    },
+    120_000
+  )
 })

@@ -29,8 +29,8 @@ export type Step =
     readonly usage?: { input: number; output: number; cached?: number }
   }
   | { readonly hang: true }
-  /** An HTTP error answer (e.g. a server refusing images with 400). */
-  | { readonly status: number; readonly error: string }
+  /** An HTTP error answer (e.g. a server refusing images with 400, or 429 with `retry-after-ms`). */
+  | { readonly status: number; readonly error?: string; readonly headers?: Record<string, string> }
 
 export interface RecordedBody {
   readonly path: string
@@ -43,11 +43,11 @@ export interface ScriptServer {
   readonly close: () => Promise<void>
 }
 
+type TextStep = Exclude<Step, { hang: true } | { status: number }>
+
 const sse = (chunks: ReadonlyArray<unknown>) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("")
 
-type Answer = Exclude<Step, { hang: true } | { status: number }>
-
-const openAiBody = (step: Answer) => {
+const openAiBody = (step: TextStep) => {
   const chunks: Array<unknown> = []
   if (step.text !== undefined) {
     chunks.push({ choices: [{ index: 0, delta: { role: "assistant", content: step.text }, finish_reason: null }] })
@@ -84,7 +84,7 @@ const openAiBody = (step: Answer) => {
   return sse(chunks) + "data: [DONE]\n\n"
 }
 
-const anthropicBody = (step: Answer) => {
+const anthropicBody = (step: TextStep) => {
   const events: Array<{ type: string } & Record<string, unknown>> = []
   const usage = step.usage ?? { input: 0, output: 0 }
   events.push({
@@ -176,8 +176,8 @@ export const scriptServer = async (
         return
       }
       if ("status" in step) {
-        res.writeHead(step.status, { "content-type": "application/json" })
-        res.end(JSON.stringify({ error: { message: step.error } }))
+        res.writeHead(step.status, { "content-type": "application/json", ...step.headers })
+        res.end(JSON.stringify({ error: { message: step.error ?? `scripted HTTP ${step.status}` } }))
         return
       }
       res.writeHead(200, { "content-type": "text/event-stream" })
@@ -207,9 +207,14 @@ export const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 
 /** A fresh workspace folder (real path). */
 export const makeWorkspace = (): string => realpathSync(mkdtempSync(join(tmpdir(), "agentloop-agent-test-")))
 
-/** The environment the CLI runs with in tests: no config from the machine, no colours forced. */
+/** The environment the CLI runs with in tests: no config or history from the machine, no colours forced. */
 export const testEnv = (workspace: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: join(workspace, ".no-user-config"), ...extra }
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    XDG_CONFIG_HOME: join(workspace, ".no-user-config"),
+    XDG_STATE_HOME: join(workspace, ".no-user-state"),
+    ...extra
+  }
   for (
     const name of [
       "AGENTLOOP_PROVIDER",

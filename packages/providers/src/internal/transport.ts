@@ -532,14 +532,24 @@ const attempt = (
 
 const giveUpNote = (attempts: number): string => (attempts > 1 ? ` (gave up after ${attempts} attempts)` : "")
 
-/** Records a retry: a warning in the log and an event on the current span. */
+/**
+ * Records a retry: a warning in the log (annotated with the attempt, the attempts allowed, the delay
+ * and the reason, so an application can show it its own way) and an event on the current span.
+ */
 const recordRetry = (call: ProviderCall, failure: Failure, attemptNumber: number, delay: Duration.Duration) =>
   Effect.gen(function*() {
     const message = scrub(failure.message, call.secrets)
     yield* Effect.logWarning(
       `${call.provider}: attempt ${attemptNumber} of ${call.retry.maxRetries + 1} failed (${message}); ` +
         `retrying in ${Duration.format(delay)}`
-    )
+    ).pipe(Effect.annotateLogs({
+      "agentloop.provider": call.provider,
+      "agentloop.retry.attempt": attemptNumber,
+      "agentloop.retry.attempts": call.retry.maxRetries + 1,
+      "agentloop.retry.delay_ms": Duration.toMillis(delay),
+      "agentloop.error.reason": failure.reason,
+      ...(failure.status === undefined ? {} : { "http.response.status_code": failure.status })
+    }))
     const span = yield* Effect.option(Effect.currentSpan)
     if (Option.isSome(span)) {
       const now = yield* Clock.currentTimeNanos
