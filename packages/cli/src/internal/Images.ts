@@ -6,6 +6,7 @@
  * resizing (planned in `@agentloop/tools`) plugs in there, and every attachment path gets it.
  */
 import type { ImageContent } from "@agentloop/core"
+import { sniffImage } from "@agentloop/tools"
 
 /** The largest image attached as it is (the `read` tool's limit too): 5 MiB. */
 export const IMAGE_MAX_BYTES = 5 * 1024 * 1024
@@ -13,19 +14,11 @@ export const IMAGE_MAX_BYTES = 5 * 1024 * 1024
 /** File names that are worth checking for image bytes when a bare path is pasted or dropped. */
 export const IMAGE_NAME = /\.(png|jpe?g|gif|webp)$/i
 
-const startsWith = (bytes: Uint8Array, prefix: ReadonlyArray<number>, at = 0) =>
-  bytes.length >= at + prefix.length && prefix.every((b, i) => bytes[at + i] === b)
-
-const ascii = (text: string) => [...text].map((c) => c.charCodeAt(0))
-
-/** The image type of `bytes` by their magic number, or undefined when they are not a PNG, JPEG, GIF or WebP. */
-export const imageTypeOf = (bytes: Uint8Array): string | undefined => {
-  if (startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return "image/png"
-  if (startsWith(bytes, [0xff, 0xd8, 0xff])) return "image/jpeg"
-  if (startsWith(bytes, ascii("GIF87a")) || startsWith(bytes, ascii("GIF89a"))) return "image/gif"
-  if (startsWith(bytes, ascii("RIFF")) && startsWith(bytes, ascii("WEBP"), 8)) return "image/webp"
-  return undefined
-}
+/**
+ * The image type of `bytes` by their magic number, or undefined when they are not a PNG, JPEG, GIF or WebP:
+ * the tools' own rule (`sniffImage`), so an attachment and `read` recognise the same images.
+ */
+export const imageTypeOf = (bytes: Uint8Array): string | undefined => sniffImage(bytes)
 
 const mib = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MiB`
 
