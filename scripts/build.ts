@@ -64,3 +64,90 @@ for (const pkg of readdirSync(join(root, "packages"))) {
   removeEmptyFolders(dist)
 }
 if (removed > 0) console.log(`build: ${removed} stale file(s) removed`)
+
+// The `agentloop` command ships as a bundle (packages/cli/bundle/): one entry that holds the command
+// line's flags and help, and a chunk per command and per heavy feature (durable runs, MCP, the
+// viewer), loaded only when used, so `agentloop --help` starts in about the time Node itself does
+// instead of importing every package and effect's whole index. It is built from the compiled dist/
+// above (what the library's users get), never from a second source; the bin falls back to dist/ when
+// the bundle is absent, and runs src/ under the `agentloop-source` condition (the repository's tests).
+const bundleDir = join(root, "packages", "cli", "bundle")
+rmSync(bundleDir, { recursive: true, force: true })
+const { build } = await import("esbuild")
+const bundled = await build({
+  entryPoints: { agentloop: join(root, "scripts", "cli-bundle-entry.js") },
+  outdir: bundleDir,
+  chunkNames: "chunks/[name]-[hash]",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node22",
+  minify: true,
+  // tagged errors and classes keep their names (messages and `_tag`s never depend on them, but a
+  // report's stack should stay readable)
+  keepNames: true,
+  legalComments: "linked",
+  // sharp is a native addon, resolved at run time from the CLI's own dependencies; pg's optional
+  // native driver and the Cloudflare socket it can use are never installed
+  external: ["sharp", "pg-native", "cloudflare:sockets"],
+  // CommonJS dependencies inside an ES module bundle still call `require` for Node's built-ins
+  banner: {
+    js: "import { createRequire as __agentloopRequire } from 'node:module';" +
+      "const require = __agentloopRequire(import.meta.url);"
+  },
+  metafile: true,
+  logLevel: "warning"
+})
+const bundleFiles = bundled.metafile.outputs
+/** The files an output loads before it runs (its static imports, transitively), itself included. */
+const loadedWith = (start: string): Set<string> => {
+  const seen = new Set<string>()
+  const stack = [start]
+  while (stack.length > 0) {
+    const next = stack.pop()!
+    if (seen.has(next)) continue
+    seen.add(next)
+    for (const i of bundleFiles[next]?.imports ?? []) {
+      if (i.kind === "import-statement" && i.path in bundleFiles) stack.push(i.path)
+    }
+  }
+  return seen
+}
+const outputOf = (pattern: RegExp): string => {
+  const found = Object.keys(bundleFiles).find((o) => pattern.test(o))
+  if (found === undefined) throw new Error(`build: the bundle has no output matching ${pattern}`)
+  return found
+}
+// What each path may not load: the help (every command's flags) loads no command's code; `run` and
+// `chat` load neither durable runs' engine, nor the MCP client, nor the viewer unless asked for.
+const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Style|internal\/ProviderNames)\.js/
+const paths = [
+  {
+    name: "--help",
+    start: outputOf(/bundle\/agentloop\.js$/),
+    forbidden: (input: string) =>
+      (/packages\//.test(input) && !helpMay.test(input)) || /sql|cluster|workflow|modelcontextprotocol/.test(input)
+  },
+  {
+    name: "run/chat",
+    start: outputOf(/chunks\/Agent-[^/]*\.js$/),
+    forbidden: (input: string) =>
+      /packages\/durable\/dist\/(?!RunnerLock)|packages\/mcp\/|modelcontextprotocol|undici/.test(input) ||
+      /effect\/dist\/(cluster|workflow|sql|rpc)\/|packages\/cli\/dist\/view\//.test(input)
+  }
+]
+for (const path of paths) {
+  const files = loadedWith(path.start)
+  const inputs = [...files].flatMap((f) => Object.keys(bundleFiles[f]!.inputs))
+  const wrong = inputs.filter(path.forbidden)
+  if (wrong.length > 0) {
+    throw new Error(`build: the CLI's ${path.name} path would load ${wrong.slice(0, 5).join(", ")}: import it lazily`)
+  }
+  const bytes = [...files].reduce((sum, f) => sum + bundleFiles[f]!.bytes, 0)
+  console.log(`build: the CLI's ${path.name} path loads ${files.size} file(s), ${(bytes / 1024).toFixed(0)} KiB`)
+}
+const size = Object.values(bundleFiles).reduce((sum, o) => sum + o.bytes, 0)
+console.log(
+  `build: packages/cli/bundle: ${Object.keys(bundleFiles).length} files, ${(size / 1024 / 1024).toFixed(1)} MiB`
+)

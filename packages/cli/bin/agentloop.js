@@ -22,8 +22,20 @@ process.emitWarning = function(warning, ...rest) {
   return emitWarning.call(process, warning, ...rest)
 }
 
-const { NodeRuntime } = await import("@effect/platform-node")
-const { main } = await import("@agentloop/cli/main")
+// Compiled code is cached per user (Node's compile cache, in the user's cache folder, never a shared
+// temporary one: a cache another user could write would be code this one runs), so later starts skip
+// parsing the bundle. NODE_COMPILE_CACHE, when set, chooses the folder; NODE_DISABLE_COMPILE_CACHE
+// turns it off (Node reads both itself).
+const { enableCompileCache } = await import("node:module")
+if (typeof enableCompileCache === "function" && process.env.NODE_COMPILE_CACHE === undefined) {
+  const { homedir } = await import("node:os")
+  const base = process.env.XDG_CACHE_HOME?.startsWith("/") === true ? process.env.XDG_CACHE_HOME : `${homedir()}/.cache`
+  try {
+    enableCompileCache(`${base}/agentloop/compile-cache`)
+  } catch {
+    // no cache folder (a read-only home): start without one
+  }
+}
 
 // A reader that goes away (`agentloop demo | head`) ends the program quietly.
 process.stdout.on("error", (error) => {
@@ -31,4 +43,21 @@ process.stdout.on("error", (error) => {
   throw error
 })
 
-NodeRuntime.runMain(main)
+// The installed command runs the bundle (bundle/agentloop.js, built with the packages): the flags
+// and help load first, each command's code when it runs. Under the `agentloop-source` condition
+// (the repository's tests) the package resolves to src/, and the sources run instead.
+if (import.meta.resolve("@agentloop/cli/main").endsWith(".ts")) {
+  const { runMain } = await import("@effect/platform-node/NodeRuntime")
+  const { main } = await import("@agentloop/cli/main")
+  runMain(main)
+} else {
+  const bundle = new URL("../bundle/agentloop.js", import.meta.url)
+  try {
+    await import(bundle.href)
+  } catch (error) {
+    // a checkout built with `tsc -b` alone has dist/ but no bundle: say what to run, not a module error
+    if (error?.code !== "ERR_MODULE_NOT_FOUND" || !String(error.message).includes("bundle/agentloop.js")) throw error
+    process.stderr.write("agentloop: the command's bundle is missing (bundle/agentloop.js): run `npm run build`\n")
+    process.exit(1)
+  }
+}

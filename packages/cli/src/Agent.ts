@@ -23,7 +23,6 @@ import { historyFile, openHistory } from "./History.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
 import { attach } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
-import { durableEngine } from "./internal/DurableEngine.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
 import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
@@ -331,7 +330,8 @@ const makeAgent = (
 
     // the engine the flags pick, on the model in use and the tools
     const engineLayer = flags.durable ?
-      durableEngine({
+      // durable runs' engine (effect/workflow, effect/cluster, SQLite) loads only for --durable
+      (yield* Effect.promise(() => import("./internal/DurableEngine.ts"))).durableEngine({
         root,
         session: {
           id: () => session.log().id,

@@ -18,6 +18,7 @@ import { Duration as EffectDuration, Effect, Option, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
+import { PROVIDER_NAMES } from "./internal/ProviderNames.ts"
 
 /**
  * The providers the CLI knows.
@@ -25,7 +26,7 @@ import * as nodePath from "node:path"
  * @since 0.1.0
  * @category models
  */
-export const ProviderName = Schema.Literals(["scripted", "openai-compat", "anthropic"])
+export const ProviderName = Schema.Literals(PROVIDER_NAMES)
 /**
  * @since 0.1.0
  * @category models

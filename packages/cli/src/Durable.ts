@@ -12,21 +12,14 @@
  */
 import { decodeSessionRecord, sessionRecordsOf } from "@agentloop/core"
 import type { Message, SessionRecord, TranscriptRecord } from "@agentloop/core"
-import {
-  abortRun,
-  approve,
-  embeddedClientLayer,
-  listRuns,
-  pendingApprovals,
-  runnerLockFileOf
-} from "@agentloop/durable"
 import type { DurableRunStatus, DurableStore } from "@agentloop/durable"
+import { runnerLockFileOf } from "@agentloop/durable/RunnerLock"
 import { Effect, Layer } from "effect"
 import type { WorkflowEngine } from "effect/workflow"
 import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import type { Stats } from "node:fs"
 import * as nodePath from "node:path"
-import { DatabaseSync } from "node:sqlite"
+import type { DatabaseSync } from "node:sqlite"
 import { stripControl } from "./Sanitize.ts"
 import { SESSIONS_FOLDER } from "./Sessions.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
@@ -170,7 +163,9 @@ export const runnerBusy = (root: string, sessionId: string): boolean => {
   const file = checked.success
   let lock: DatabaseSync | undefined
   try {
-    lock = new DatabaseSync(runnerLockFileOf(file), { timeout: 0 })
+    // node:sqlite loads here, when a session has a durable database, not with every command
+    const sqlite: typeof import("node:sqlite") = process.getBuiltinModule("node:sqlite")
+    lock = new sqlite.DatabaseSync(runnerLockFileOf(file), { timeout: 0 })
     lock.exec("BEGIN EXCLUSIVE")
     lock.exec("ROLLBACK")
     return false
@@ -448,7 +443,7 @@ const openRun = (root: string, runId: string, what: string) =>
 export const abortDurableRun = (root: string, runId: string): Effect.Effect<string, DurableCliError> =>
   Effect.gen(function*() {
     const { sessionId } = yield* openRun(root, runId, "abort")
-    yield* withClient(root, sessionId, abortRun(runId))
+    yield* withClient(root, sessionId, (durable) => durable.abortRun(runId))
     return `abort requested: run ${runId} ends at its next safe boundary (calls not started are skipped, a ` +
       `running call finishes)`
   })
@@ -474,21 +469,30 @@ const sessionRecords = (root: string, sessionId: string): Effect.Effect<Array<Tr
     return out
   })
 
+/** The durable package, loaded when a command opens a run's database (not for every command). */
+type DurablePackage = typeof import("@agentloop/durable")
+
 /** Runs `effect` with a client (no runner) of a session's database. */
 const withClient = <A, E>(
   root: string,
   sessionId: string,
-  effect: Effect.Effect<A, E, WorkflowEngine.WorkflowEngine | DurableStore>
+  effect: (durable: DurablePackage) => Effect.Effect<A, E, WorkflowEngine.WorkflowEngine | DurableStore>
 ): Effect.Effect<A, E | DurableCliError> =>
-  Effect.flatMap(checkDatabase(root, sessionId, true), (file) =>
-    Effect.scoped(
-      Effect.flatMap(
-        Layer.build(embeddedClientLayer({ filename: file })).pipe(
-          Effect.mapError((e: { readonly message: string }) => new DurableCliError(`cannot open ${file}: ${e.message}`))
-        ),
-        (context) => Effect.provideContext(effect, context)
-      )
-    ))
+  Effect.flatMap(
+    checkDatabase(root, sessionId, true),
+    (file) =>
+      Effect.flatMap(Effect.promise(() => import("@agentloop/durable")), (durable) =>
+        Effect.scoped(
+          Effect.flatMap(
+            Layer.build(durable.embeddedClientLayer({ filename: file })).pipe(
+              Effect.mapError((e: { readonly message: string }) =>
+                new DurableCliError(`cannot open ${file}: ${e.message}`)
+              )
+            ),
+            (context) => Effect.provideContext(effect(durable), context)
+          )
+        ))
+  )
 
 /**
  * One line of `agentloop runs`.
@@ -543,7 +547,7 @@ export const listWorkspaceRuns = (root: string): Effect.Effect<ReadonlyArray<Run
       let statuses: ReadonlyArray<DurableRunStatus> | undefined
       let unreachable = ""
       if (runs.some((r) => r.end === undefined)) {
-        const listed = yield* Effect.result(withClient(root, sessionId, listRuns()))
+        const listed = yield* Effect.result(withClient(root, sessionId, (durable) => durable.listRuns()))
         if (listed._tag === "Success") statuses = listed.success
         else unreachable = listed.failure.message
       }
@@ -620,11 +624,11 @@ export const approveRun = (
     if (parsed instanceof DurableCliError) return yield* Effect.fail(parsed)
     const { sessionId } = yield* openRun(root, runId, "approve")
     // the database says which calls wait (the session's records may lag behind)
-    const name = yield* withClient(
-      root,
-      sessionId,
+    const name = yield* withClient(root, sessionId, (durable) =>
       Effect.gen(function*() {
-        const waiting = yield* pendingApprovals(runId).pipe(Effect.mapError((e) => new DurableCliError(e.message)))
+        const waiting = yield* durable.pendingApprovals(runId).pipe(
+          Effect.mapError((e) => new DurableCliError(e.message))
+        )
         // a call id from the model may hold control sequences, shown without them: either form names it
         const pending = waiting.find((p) => p.call.id === callId) ??
           waiting.find((p) => stripControl(p.call.id) === callId)
@@ -637,13 +641,12 @@ export const approveRun = (
             )
           )
         }
-        yield* approve(
+        yield* durable.approve(
           runId,
           pending.call.id,
           parsed.approved ? { approved: true } : { approved: false, reason: denialReason(parsed.reason) }
         )
         return pending.call.name
-      })
-    )
+      }))
     return `${parsed.approved ? "approved" : "denied"}: call ${stripControl(callId)} (${name}) of run ${runId}`
   })

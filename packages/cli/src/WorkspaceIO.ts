@@ -8,7 +8,7 @@
  * @since 0.1.0
  */
 import { makeWorkspace, Workspace, WorkspaceFiles } from "@agentloop/tools"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
 

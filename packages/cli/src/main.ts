@@ -1,32 +1,25 @@
 /**
  * The `agentloop` command line.
  *
+ * Only the commands' flags and descriptions load up front (so `--help` and `--version` start in
+ * about the time Node itself does); each command's code is imported when that command runs.
+ *
  * @since 0.1.0
  */
-import type { Model } from "@agentloop/core"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
-import type { ProviderConfigError } from "@agentloop/providers"
-import { scriptedModelLayer } from "@agentloop/testkit"
-import { codingToolsLayer } from "@agentloop/tools"
-import { NodeServices } from "@effect/platform-node"
-import { Deferred, Effect, Layer, Option } from "effect"
+import * as NodeServices from "@effect/platform-node/NodeServices"
+import { Effect, Option } from "effect"
 import { Argument, CliOutput, Command, Flag } from "effect/cli"
-import { mkdirSync, mkdtempSync, realpathSync } from "node:fs"
-import { tmpdir } from "node:os"
-import * as nodePath from "node:path"
-import { abortCommand, approveCommand, chatCommand, runCommand, runsCommand, sessionsCommand } from "./Agent.ts"
-import { ProviderName } from "./Config.ts"
-import { demoFiles, demoPrompt, demoScript } from "./DemoScript.ts"
+import { PROVIDER_NAMES } from "./internal/ProviderNames.ts"
 import { cliLoggerLayer } from "./Logs.ts"
-import { makeRenderer } from "./Renderer.ts"
 import { stripControl } from "./Sanitize.ts"
-import { CODING_SYSTEM_PROMPT, runSession } from "./Session.ts"
-import { makeStyle, wantsColor } from "./Style.ts"
-import type { Style } from "./Style.ts"
-import { exitSoon, installController } from "./Terminal.ts"
-import type { Controller } from "./Terminal.ts"
-import { viewSession } from "./view/index.ts"
-import * as WorkspaceIO from "./WorkspaceIO.ts"
+
+/**
+ * A command's handler that is imported when the command runs: `load` names the module (a
+ * literal `import()`, so the bundle puts it in a chunk of its own) and `pick` its handler.
+ */
+const lazy =
+  <M, A, E, R>(load: () => Promise<M>, pick: (module: M) => (input: A) => Effect.Effect<void, E, R>) =>
+  (input: A): Effect.Effect<void, E, R> => Effect.flatMap(Effect.promise(load), (module) => pick(module)(input))
 
 // a plain string, so an empty value reaches the check that refuses it (a path flag would turn it
 // into the current folder)
@@ -38,7 +31,7 @@ const maxStepsFlag = Flag.Int("max-steps").pipe(
   Flag.withDescription("largest number of model requests per run"),
   Flag.withDefault(30)
 )
-const providerFlag = Flag.Literals("provider", ["scripted", "openai-compat", "anthropic"]).pipe(
+const providerFlag = Flag.Literals("provider", PROVIDER_NAMES).pipe(
   Flag.withDescription(
     "the model: scripted (built in, offline), openai-compat (OpenAI, Ollama, llama.cpp, vLLM, LM Studio...) " +
       "or anthropic"
@@ -68,114 +61,6 @@ const maxTokensFlag = Flag.Int("max-tokens").pipe(
   Flag.optional
 )
 
-/** A failure of the command that the user can act on; printed without a stack trace. */
-class UsageError extends Error {
-  readonly _tag = "UsageError"
-}
-
-/** The demo was stopped by a signal or a closed output (the code to exit with). */
-class Stopped {
-  readonly _tag = "Stopped"
-  readonly code: number
-  constructor(code: number) {
-    this.code = code
-  }
-}
-
-interface ModelChoice {
-  readonly provider: "scripted" | "openai-compat" | "anthropic"
-  readonly baseUrl: Option.Option<string>
-  readonly model: Option.Option<string>
-  readonly apiKeyEnv: Option.Option<string>
-  readonly maxTokens: Option.Option<number>
-}
-
-/** The `Model` layer the flags ask for. API keys come from the environment, never from a flag. */
-const chooseModel = (choice: ModelChoice): Effect.Effect<Layer.Layer<Model, ProviderConfigError>, UsageError> =>
-  Effect.suspend(() => {
-    if (choice.provider === "scripted") {
-      if (Option.isSome(choice.model) || Option.isSome(choice.baseUrl)) {
-        return Effect.fail(new UsageError("--model and --base-url need --provider openai-compat or anthropic"))
-      }
-      return Effect.succeed(scriptedModelLayer(demoScript))
-    }
-    if (Option.isNone(choice.model)) {
-      return Effect.fail(new UsageError(`--model is required with --provider ${choice.provider}`))
-    }
-    let apiKey: string | undefined
-    if (Option.isSome(choice.apiKeyEnv)) {
-      apiKey = process.env[choice.apiKeyEnv.value]
-      if (apiKey === undefined || apiKey.length === 0) {
-        return Effect.fail(
-          new UsageError(`the environment variable ${choice.apiKeyEnv.value} (--api-key-env) is not set`)
-        )
-      }
-    }
-    const options = {
-      model: choice.model.value,
-      baseUrl: Option.getOrUndefined(choice.baseUrl),
-      apiKey,
-      maxTokens: Option.getOrUndefined(choice.maxTokens)
-    }
-    return Effect.succeed(
-      choice.provider === "anthropic" ? anthropicFetchLayer(options) : openAiCompatFetchLayer(options)
-    )
-  })
-
-/**
- * Creates the demo project in `root` (a fresh temporary folder when none is given). Every file
- * goes through the confined writer (never through a link, never outside `root`); an existing file
- * is only replaced with `--force`.
- */
-const prepareWorkspace = (given: Option.Option<string>, force: boolean) =>
-  Effect.gen(function*() {
-    if (Option.isSome(given) && given.value.trim().length === 0) {
-      return yield* Effect.fail(
-        new UsageError("--workspace is empty: give a folder (or leave the flag out for a fresh one)")
-      )
-    }
-    const root = Option.isSome(given) ?
-      nodePath.resolve(given.value) :
-      mkdtempSync(nodePath.join(tmpdir(), "agentloop-demo-"))
-    yield* Effect.try({
-      try: () => mkdirSync(root, { recursive: true }),
-      catch: (e) => new UsageError(`cannot create --workspace ${root}: ${(e as { code?: string }).code ?? e}`)
-    })
-    const real = realpathSync(root)
-    for (const [file, content] of Object.entries(demoFiles)) {
-      const write = force ? WorkspaceIO.writeFile(real, file, content) : WorkspaceIO.createFile(real, file, content)
-      yield* write.pipe(Effect.mapError((e) =>
-        new UsageError(
-          e.reason === "AlreadyExists" ?
-            `${
-              nodePath.join(real, file)
-            } already exists: the demo does not overwrite your files (use --force, or another --workspace)` :
-            e.message
-        )
-      ))
-    }
-    return real
-  })
-
-/**
- * What the scripted demo ends with: the one command that runs the same session on a real model,
- * as the reader started the demo (`npm run demo` in a clone, or the `agentloop` command).
- */
-const nextSteps = (fromNpm: boolean, style: Style): string => {
-  const command = (flags: string) => fromNpm ? `npm run demo -- ${flags}` : `agentloop demo ${flags}`
-  return [
-    ``,
-    `${style.bold("Next")}: the same session on a real model`,
-    `  export ANTHROPIC_API_KEY=...   # or OPENAI_API_KEY with --provider openai-compat --model gpt-4.1`,
-    `  ${command("--provider anthropic --model claude-sonnet-4-5")}`,
-    `  a local OpenAI-compatible server needs no key: ${
-      command("--provider openai-compat --base-url http://127.0.0.1:11434/v1 --model qwen2.5-coder")
-    }`,
-    `Then your own project: \`agentloop chat\` in its folder (docs/guide/cli.md).`,
-    ``
-  ].join("\n")
-}
-
 const demo = Command.make("demo", {
   workspace: workspaceFlag,
   maxSteps: maxStepsFlag,
@@ -188,101 +73,11 @@ const demo = Command.make("demo", {
     Flag.withDescription("replace the demo's files when they exist in --workspace"),
     Flag.withDefault(false)
   )
-}, (config) =>
-  Effect.scoped(Effect.gen(function*() {
-    const style = makeStyle(wantsColor(process.stdout.isTTY, process.env))
-    // Ctrl-C, SIGTERM, SIGHUP and a closed output pipe stop the session through its scopes (the
-    // tools' processes are killed, the transcript keeps every call paired), then the demo exits
-    let controller: Controller | undefined
-    const write = (text: string) => {
-      if (controller?.outputClosed() !== true && !process.stdout.destroyed) process.stdout.write(text)
-    }
-    controller = yield* installController((text) => write(`${style.yellow(text)}\n`))
-    const stop = controller
-    stop.setRun(Effect.sync(() => stop.requestExit(130)))
-    const renderer = yield* makeRenderer({
-      write,
-      style,
-      live: process.stdout.isTTY === true,
-      columns: process.stdout.columns
-    })
-    // build the model first, so a missing key or a bad option fails before anything else happens
-    const model = yield* chooseModel(config).pipe(
-      Effect.flatMap(Layer.build),
-      Effect.catchTag("ProviderConfigError", (e) =>
-        Effect.fail(new UsageError(`${e.message} (the CLI reads API keys from the environment: see --api-key-env)`)))
-    )
-    const root = yield* prepareWorkspace(config.workspace, config.force)
-    const who = config.provider === "scripted" ?
-      "scripted model" :
-      `${config.provider} ${
-        Option.getOrElse(config.model, () => "")
-      }${
-        Option.match(config.baseUrl, {
-          onNone: () => "",
-          onSome: (url) => ` at ${url}`
-        })
-      }`
-    write(`${style.bold("agentloop demo")} — ${who}, real tools, workspace ${root}\n`)
-    write(`${style.dim("user")}      ${demoPrompt}\n\n`)
-    const report = yield* runSession({
-      workspace: root,
-      prompt: demoPrompt,
-      systemPrompt: CODING_SYSTEM_PROMPT,
-      maxSteps: config.maxSteps,
-      continuations: 2,
-      renderer
-    }).pipe(
-      Effect.provide(codingToolsLayer(root, { bash: { hideEnv: Option.toArray(config.apiKeyEnv) } })),
-      Effect.provideContext(model),
-      Effect.raceFirst(Effect.flatMap(Deferred.await(stop.exit), (code) => Effect.fail(new Stopped(code))))
-    )
-    const first = report.runs[0]!
-    if (config.provider !== "scripted" && first.reason === "error" && first.steps <= 1) {
-      const where = Option.getOrElse(config.baseUrl, () => "the provider's API")
-      write(style.red(`\nNo answer from ${where}: ${first.error}\n`))
-      write("Is the server running and the model name right? Is the API key set (see --api-key-env)?\n")
-    }
-    write(`\n${style.bold("Summary")}\n`)
-    write(`  runs         ${report.runs.map((r) => r.reason).join(" → ")}\n`)
-    write(`  steps        ${report.steps}\n`)
-    write(`  tools run    ${report.toolsRun} (${report.toolErrors} failed, ${report.skipped} skipped)\n`)
-    write(`  final        ${report.final.reason}\n`)
-    write(
-      report.violations.length === 0 ?
-        `  invariants   ${style.green("all three hold (checkInvariants: 0 violations)")}\n` :
-        `  invariants   ${style.red(`${report.violations.length} violation(s)`)}\n${
-          report.violations.map((v) => `    [${v.invariant}] ${v.message}\n`).join("")
-        }`
-    )
-    write(`  transcript   ${report.transcriptFile}\n`)
-    if (config.provider === "scripted") write(nextSteps(process.env["npm_lifecycle_event"] === "demo", style))
-    if (report.violations.length > 0 || report.final.reason !== "stop") {
-      return yield* Effect.fail(new UsageError(`the session ended with reason "${report.final.reason}"`))
-    }
-  })).pipe(
-    Effect.catchIf((e): e is UsageError => e instanceof UsageError, (e) =>
-      Effect.sync(() => {
-        process.stderr.write(`agentloop: ${e.message}\n`)
-        process.exitCode = 1
-      })),
-    // a write that failed or was refused (a link, outside the workspace), a run that could not go on: one line,
-    // no stack
-    Effect.catchTag(["PersistenceError", "CliError"], (e) =>
-      Effect.sync(() => {
-        process.stderr.write(`agentloop: ${e.message}\n`)
-        process.exitCode = 1
-      })),
-    Effect.catchTag("Stopped", (e) =>
-      Effect.sync(() => {
-        process.exitCode = e.code
-      })),
-    Effect.ensuring(exitSoon)
-  )).pipe(Command.withDescription(
-    "Run a coding session in a fresh temporary folder holding a small project with a bug: the model fixes it " +
-      "with the read, write, edit and bash tools. By default the model is the built-in scripted one (no network, " +
-      "no API key); --provider runs the same session against a real model."
-  ))
+}, lazy(() => import("./internal/Demo.ts"), (m) => m.demoCommand)).pipe(Command.withDescription(
+  "Run a coding session in a fresh temporary folder holding a small project with a bug: the model fixes it " +
+    "with the read, write, edit and bash tools. By default the model is the built-in scripted one (no network, " +
+    "no API key); --provider runs the same session against a real model."
+))
 
 const optionalString = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.withDescription(description), Flag.optional)
@@ -292,7 +87,7 @@ const optionalInt = (name: string, description: string) =>
 /** The flags of `run` and `chat`; unset ones fall back to the environment and the config files. */
 const agentFlags = {
   workspace: optionalString("workspace", "project folder to work in (default: the current folder)"),
-  provider: Flag.Literals("provider", ProviderName.literals).pipe(
+  provider: Flag.Literals("provider", PROVIDER_NAMES).pipe(
     Flag.withDescription("openai-compat (OpenAI, Ollama, llama.cpp, vLLM, LM Studio...) or anthropic"),
     Flag.optional
   ),
@@ -378,26 +173,26 @@ const run = Command.make("run", {
     Flag.atLeast(0)
   ),
   task: Argument.String("task")
-}, runCommand).pipe(
+}, lazy(() => import("./Agent.ts"), (m) => m.runCommand)).pipe(
   Command.withDescription(
     "Run one task in the current folder and exit: 0 when the model finished, non-zero naming the reason otherwise. " +
       "Calls that change things ask first on a terminal; in a pipe they are denied unless --yes."
   )
 )
 
-const chat = Command.make("chat", agentFlags, chatCommand).pipe(
+const chat = Command.make("chat", agentFlags, lazy(() => import("./Agent.ts"), (m) => m.chatCommand)).pipe(
   Command.withDescription("An interactive coding session in the current folder (/help inside for commands).")
 )
 
 const sessions = Command.make("sessions", {
   workspace: optionalString("workspace", "project folder (default: the current folder)")
-}, ({ workspace }) => sessionsCommand(workspace)).pipe(
+}, lazy(() => import("./Agent.ts"), (m) => ({ workspace }) => m.sessionsCommand(workspace))).pipe(
   Command.withDescription("List the sessions of this folder: id, date, steps, how it ended, first prompt.")
 )
 
 const runs = Command.make("runs", {
   workspace: optionalString("workspace", "project folder (default: the current folder)")
-}, ({ workspace }) => runsCommand(workspace)).pipe(
+}, lazy(() => import("./Agent.ts"), (m) => ({ workspace }) => m.runsCommand(workspace))).pipe(
   Command.withDescription(
     "List the durable runs of this folder (agentloop run/chat --durable): id, start, state (running, waiting for " +
       "approval with the calls waiting, ended with its reason and steps), prompt."
@@ -413,7 +208,7 @@ const approveCmd = Command.make("approve", {
     Argument.withDescription("with n: the reason the model sees"),
     Argument.variadic()
   )
-}, approveCommand).pipe(
+}, lazy(() => import("./Agent.ts"), (m) => m.approveCommand)).pipe(
   Command.withDescription(
     "Answer a durable run's approval request from any terminal: agentloop approve RUN CALL y|n [reason]."
   )
@@ -422,31 +217,36 @@ const approveCmd = Command.make("approve", {
 const abortCmd = Command.make("abort", {
   workspace: optionalString("workspace", "project folder (default: the current folder)"),
   run: Argument.String("run").pipe(Argument.withDescription("the durable run's id (agentloop runs)"))
-}, abortCommand).pipe(
+}, lazy(() => import("./Agent.ts"), (m) => m.abortCommand)).pipe(
   Command.withDescription(
     "Abort a durable run from any terminal: calls waiting or not started are skipped, a running call finishes, " +
       "the run ends aborted."
   )
 )
 
-const view = Command.make("view", {
-  session: Argument.String("session").pipe(Argument.optional),
-  port: optionalInt("port", "port on 127.0.0.1 (default: any free one)"),
-  workspace: optionalString("workspace", "project folder (default: the current folder)")
-}, ({ port, session, workspace }) =>
-  viewSession({
-    workspace: Option.getOrElse(workspace, () => process.cwd()),
-    session: Option.getOrUndefined(session),
-    port: Option.getOrUndefined(port)
-  }).pipe(
-    Effect.catchTag("ViewError", (e) =>
-      Effect.sync(() => {
-        process.stderr.write(`agentloop: ${e.message}\n`)
-        process.exitCode = 2
-      }))
-  )).pipe(
-    Command.withDescription("Show a session (default: the latest) as a timeline in the browser, served on 127.0.0.1.")
-  )
+const view = Command.make(
+  "view",
+  {
+    session: Argument.String("session").pipe(Argument.optional),
+    port: optionalInt("port", "port on 127.0.0.1 (default: any free one)"),
+    workspace: optionalString("workspace", "project folder (default: the current folder)")
+  },
+  ({ port, session, workspace }) =>
+    Effect.flatMap(Effect.promise(() => import("./view/index.ts")), ({ viewSession }) =>
+      viewSession({
+        workspace: Option.getOrElse(workspace, () => process.cwd()),
+        session: Option.getOrUndefined(session),
+        port: Option.getOrUndefined(port)
+      })).pipe(
+        Effect.catchTag("ViewError", (e) =>
+          Effect.sync(() => {
+            process.stderr.write(`agentloop: ${e.message}\n`)
+            process.exitCode = 2
+          }))
+      )
+).pipe(
+  Command.withDescription("Show a session (default: the latest) as a timeline in the browser, served on 127.0.0.1.")
+)
 
 /**
  * How effect's command line reports what it was asked for: help and version as usual; a usage error

@@ -26,6 +26,7 @@ import { WorkflowEngine } from "effect/workflow"
 import { existsSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { DurableStore, memoryStoreLayer, sqlStoreLayer } from "./DurableStore.ts"
+import { runnerLockFileOf } from "./RunnerLock.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 
 /**
@@ -94,13 +95,9 @@ export class EmbeddedEngineError extends Schema.TaggedError<EmbeddedEngineError>
   message: Schema.String
 }) {}
 
-/**
- * The file that marks which process is the runner of an embedded database file: `<filename>-runner`.
- *
- * @since 0.1.0
- * @category constants
- */
-export const runnerLockFileOf = (filename: string): string => `${filename}-runner`
+// in a module of its own, importing nothing: a program that only needs the lock file's name (the
+// CLI, to tell whether a run's process is alive) does not load the engines to get it
+export { runnerLockFileOf } from "./RunnerLock.ts"
 
 /**
  * Holds the runner lock of an embedded database file for as long as the scope lives: an exclusive

@@ -140,6 +140,11 @@ describe("the packed packages, installed in a fresh project", () => {
       ) {
         assert.include(files, needed, `${name} lacks ${needed}`)
       }
+      if (name === "@agentloop/cli") {
+        // the command runs its bundle (flags and help first, each command's code when it runs)
+        assert.include(files, "bundle/agentloop.js", `${name} lacks its command's bundle`)
+        assert.isTrue(files.some((f) => f.startsWith("bundle/chunks/Agent-")), `${name} lacks the run command's chunk`)
+      }
       const stray = files.filter((f) =>
         /^(test|tests|scripts|bench)\//.test(f) || /tsconfig|tsbuildinfo|\.test\.|vitest|stryker/.test(f) ||
         // TypeScript sources ship only under src/ (for the declaration maps)

@@ -20,7 +20,7 @@
  * @since 0.1.0
  */
 import { defineTool, ToolError } from "@agentloop/core"
-import { NodeHttpClient } from "@effect/platform-node"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { Context, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import type { HttpClientError } from "effect/http"

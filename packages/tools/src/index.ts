@@ -5,7 +5,7 @@
  */
 import { toolExecutorLayer } from "@agentloop/core"
 import type { Executor } from "@agentloop/core"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Layer } from "effect"
 import type { PlatformError } from "effect"
 import { bashOptionsLayer, bashTool } from "./BashTool.ts"

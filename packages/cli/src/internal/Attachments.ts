@@ -12,7 +12,7 @@
 import type { ImageContent, TextContent } from "@agentloop/core"
 import { makeWorkspace, READ_MAX_FILE_BYTES, Workspace, WorkspaceFiles } from "@agentloop/tools"
 import type { WorkspaceFileError } from "@agentloop/tools"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect } from "effect"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"

@@ -9,7 +9,7 @@
  */
 import { makeWorkspace } from "@agentloop/tools"
 import type { WorkspaceShape } from "@agentloop/tools"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect } from "effect"
 import * as NodeFs from "node:fs"
 

@@ -3,10 +3,9 @@
  * the tools.
  */
 import { Model } from "@agentloop/core"
-import { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } from "@agentloop/mcp"
 import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import { bashOptionsLayer, codingTools, codingToolsLayer, outputStoreLayer, workspaceLayer } from "@agentloop/tools"
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Context, Effect, Layer, Option, Stream } from "effect"
 import type { Duration, Scope } from "effect"
 import { realpathSync, statSync } from "node:fs"
@@ -88,10 +87,16 @@ export const toolsLayer = (
 ) =>
   Effect.gen(function*() {
     const hideEnv = settings.apiKeyEnv === undefined ? [] : [settings.apiKeyEnv]
+    const coding = codingToolsLayer(root, { bash: { hideEnv } })
+    // the MCP client (and its SDK) loads only when a server is configured
+    if (settings.mcpServers === undefined && flags.mcp.length === 0 && flags.mcpUrl.length === 0) return coding
+    const { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } = yield* Effect.promise(() =>
+      import("@agentloop/mcp")
+    )
     const fromFile = settings.mcpServers === undefined ? [] : yield* decodeMcpServers(settings.mcpServers)
     const fromFlags = yield* serversFromFlags({ mcp: flags.mcp, mcpUrl: flags.mcpUrl }, fromFile.map((s) => s.name))
     const servers = [...fromFile, ...fromFlags]
-    if (servers.length === 0) return codingToolsLayer(root, { bash: { hideEnv } })
+    if (servers.length === 0) return coding
     return mcpExecutorLayer(codingTools).pipe(
       Layer.provideMerge(mcpToolsLayer(servers)),
       // cut outputs (bash's, the MCP servers') are kept in the workspace, as codingToolsLayer keeps them

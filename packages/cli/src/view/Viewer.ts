@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Console, Effect, FileSystem, Path, Schema } from "effect"
 import type { Scope } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
