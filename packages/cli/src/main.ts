@@ -167,8 +167,8 @@ const run = Command.make("run", {
   ),
   image: Flag.String("image").pipe(
     Flag.withDescription(
-      "attach an image of the workspace (PNG, JPEG, GIF or WebP, by its content; at most 5 MiB) to the task " +
-        "(repeatable); the model must accept images"
+      "attach an image of the workspace (PNG, JPEG, GIF or WebP, by its content) to the task, resized as read " +
+        "resizes images (at most 2000 px a side, 3.75 MiB); repeatable; the model must accept images"
     ),
     Flag.atLeast(0)
   ),

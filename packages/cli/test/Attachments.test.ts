@@ -4,9 +4,10 @@ import { spawn } from "node:child_process"
 import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import sharp from "sharp"
 import { attach, droppedPaths, MENTION_MAX_BYTES, parseMentions } from "../src/internal/Attachments.ts"
 import { mentionCompleter } from "../src/internal/Completion.ts"
-import { IMAGE_MAX_BYTES, imageTypeOf } from "../src/internal/Images.ts"
+import { imageTypeOf } from "../src/internal/Images.ts"
 import { foldersAbove, projectContextSection, readProjectContext } from "../src/internal/ProjectContext.ts"
 import { buildSystemPrompt } from "../src/internal/SystemPrompt.ts"
 import { makeWorkspace, PNG } from "./helpers/agent.ts"
@@ -40,23 +41,40 @@ describe("images are recognised by their bytes", () => {
     assert.strictEqual(imageTypeOf(PNG.subarray(0, 7)), undefined)
   })
 
-  it("a PNG named .dat goes as an image, a text file named .png as text; one over the cap is refused", async () => {
+  it("a PNG named .dat goes as an image after the tools' note, a text file named .png as text; a broken one is refused", async () => {
     const { ws } = withOutside()
     writeFileSync(join(ws, "shot.dat"), PNG)
     writeFileSync(join(ws, "fake.png"), "just text\n")
     const attached = await Effect.runPromise(attach(ws, "see @shot.dat and @fake.png"))
     assert.deepStrictEqual(
       (attached.content as ReadonlyArray<{ type: string; mimeType?: string }>).map((p) => p.mimeType ?? p.type),
-      ["text", "image/png", "text"]
+      ["text", "text", "image/png", "text"]
     )
     assert.strictEqual(attached.images, 1)
-    writeFileSync(join(ws, "big.png"), Buffer.concat([PNG, Buffer.alloc(IMAGE_MAX_BYTES)]))
-    assert.match(await failure(attach(ws, "@big.png")), /@big\.png is an image of 5\.0 MiB; images up to 5\.0 MiB/)
+    // a PNG header followed by nothing of an image: refused, naming it, nothing sent
+    writeFileSync(join(ws, "broken.png"), Buffer.concat([PNG.subarray(0, 16), Buffer.alloc(4096)]))
+    assert.match(await failure(attach(ws, "@broken.png")), /@broken\.png: not attached: .*cannot be read as one/)
     assert.match(
       await failure(attach(ws, "x", { images: ["fake.png"] })),
       /--image fake\.png: fake\.png is not an image/
     )
     assert.match(await failure(attach(ws, "x", { images: ["none.png"] })), /--image none\.png: no such file/)
+  })
+  it("an image too large for providers is resized as read resizes it, and both the model and the user are told", async () => {
+    const { ws } = withOutside()
+    const wide = await sharp({ create: { width: 3000, height: 200, channels: 3, background: "#3060c0" } }).png()
+      .toBuffer()
+    writeFileSync(join(ws, "wide.png"), wide)
+    const attached = await Effect.runPromise(attach(ws, "what is @wide.png"))
+    const parts = attached.content as ReadonlyArray<{ type: string; text?: string; data?: string; mimeType?: string }>
+    assert.deepStrictEqual(parts.map((p) => p.type), ["text", "text", "image"])
+    assert.match(parts[1]!.text!, /^\[Image wide\.png: image\/png, 3000×200 px, .*; sent as 2000×133 px/)
+    const sent = await sharp(Buffer.from(parts[2]!.data!, "base64")).metadata()
+    assert.deepStrictEqual([sent.width, sent.height], [2000, 133])
+    assert.match(
+      attached.notes[0]!,
+      /^\+ image wide\.png \(image\/png, 3000×200 px, .*; sent as 2000×133 px image\/png/
+    )
   })
 })
 

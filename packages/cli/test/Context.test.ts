@@ -3,7 +3,16 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFi
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { INIT_PROMPT } from "../src/internal/ProjectContext.ts"
-import { makeWorkspace, PNG, providerFlags, scriptServer, startCli, testEnv } from "./helpers/agent.ts"
+import {
+  jsonLines,
+  makeWorkspace,
+  PNG,
+  providerFlags,
+  scriptServer,
+  sessionFiles,
+  startCli,
+  testEnv
+} from "./helpers/agent.ts"
 import type { Running } from "./helpers/agent.ts"
 
 type Body = Record<string, unknown>
@@ -47,7 +56,7 @@ describe("project context and attachments (in a pseudo-terminal)", () => {
         })
         const { code } = await cli.exitedWithin(120_000)
         assert.strictEqual(code, 0, cli.output())
-        assert.include(cli.output(), "+ image screen.bin (image/png, 16 B)")
+        assert.include(cli.output(), "+ image screen.bin (image/png, 2×2 px, 96 B)")
         const system = openAiSystem(server.bodies[0]!.body)
         const order = [
           "You are a careful coding agent",
@@ -70,6 +79,7 @@ describe("project context and attachments (in a pseudo-terminal)", () => {
         assert.notInclude(system, "ABOVE-THE-REPOSITORY", "nothing above the repository root")
         assert.deepStrictEqual(lastUser(server.bodies[0]!.body), [
           { type: "text", text: "describe it" },
+          { type: "text", text: "[Image screen.bin: image/png (by its content; the name says .bin), 2×2 px, 96 B.]" },
           { type: "image_url", image_url: { url: `data:image/png;base64,${PNG.toString("base64")}` } }
         ])
       } finally {
@@ -111,7 +121,8 @@ describe("project context and attachments (in a pseudo-terminal)", () => {
         const first = lastUser(server.bodies[0]!.body) as Array<{ type: string; text?: string }>
         assert.strictEqual(first[0]!.text, "explain @src/main.ts and @shot.png")
         assert.strictEqual(first[1]!.text, `<file path="src/main.ts">\nexport const MAIN_MARKER = 42\n</file>`)
-        assert.deepStrictEqual(first[2], {
+        assert.strictEqual(first[2]!.text, "[Image shot.png: image/png, 2×2 px, 96 B.]")
+        assert.deepStrictEqual(first[3], {
           type: "image_url",
           image_url: { url: `data:image/png;base64,${PNG.toString("base64")}` }
         } as never)
@@ -165,6 +176,29 @@ describe("attachments on other paths", () => {
     },
     240_000
   )
+
+  it("--durable: an attached image reaches the request and the session file keeps it", async () => {
+    const ws = makeWorkspace()
+    writeFileSync(join(ws, "shot.png"), PNG)
+    const server = await scriptServer([{ text: "a red square" }])
+    try {
+      const cli = startCli(["run", "--durable", ...providerFlags(server), "--image", "shot.png", "what is it"], {
+        cwd: ws,
+        env: testEnv(ws)
+      })
+      assert.strictEqual((await cli.exitedWithin(120_000)).code, 0, cli.output() + cli.stderr())
+      assert.deepStrictEqual(lastUser(server.bodies[0]!.body), [
+        { type: "text", text: "what is it" },
+        { type: "text", text: "[Image shot.png: image/png, 2×2 px, 96 B.]" },
+        { type: "image_url", image_url: { url: `data:image/png;base64,${PNG.toString("base64")}` } }
+      ])
+      const session = jsonLines(sessionFiles(ws)[0]!)
+      const user = session.find((r) => r["role"] === "user")
+      assert.include(JSON.stringify(user), PNG.toString("base64"))
+    } finally {
+      await server.close()
+    }
+  }, 180_000)
 
   it("a mention out of the workspace is refused with one line before any request (exit 2)", async () => {
     const ws = makeWorkspace()

@@ -7,10 +7,11 @@
  *
  * A mention of a path that does not exist stays plain text (`@param` in a question about code),
  * with a note saying so; text files are attached up to `MENTION_MAX_BYTES` (the attached text says
- * where it was cut); images are recognised by their bytes (see `Images.ts`).
+ * where it was cut); images are recognised by their bytes and shaped as `read` shapes them (see
+ * `Images.ts`): the model gets the tools' note (type, size, what was sent) before each image.
  */
 import type { ImageContent, TextContent } from "@agentloop/core"
-import { makeWorkspace, READ_MAX_FILE_BYTES, Workspace, WorkspaceFiles } from "@agentloop/tools"
+import { fitImage, makeWorkspace, READ_MAX_FILE_BYTES, Workspace, WorkspaceFiles } from "@agentloop/tools"
 import type { WorkspaceFileError } from "@agentloop/tools"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect } from "effect"
@@ -18,7 +19,7 @@ import { homedir } from "node:os"
 import * as nodePath from "node:path"
 import { fileURLToPath } from "node:url"
 import { CliError } from "../CliError.ts"
-import { fitImage, IMAGE_NAME, imageTypeOf } from "./Images.ts"
+import { IMAGE_NAME, imageTypeOf } from "./Images.ts"
 
 /** The most of a text file one mention attaches: 50 KiB (what one `read` call shows). */
 export const MENTION_MAX_BYTES = 50 * 1024
@@ -117,7 +118,7 @@ const kib = (n: number) => (n < 1024 ? `${n} B` : `${(n / 1024).toFixed(1)} KiB`
 
 type Read =
   | { readonly _tag: "text"; readonly block: TextContent; readonly note: string }
-  | { readonly _tag: "image"; readonly image: ImageContent; readonly note: string }
+  | { readonly _tag: "image"; readonly blocks: readonly [TextContent, ImageContent]; readonly note: string }
   | { readonly _tag: "missing" }
 
 /**
@@ -140,12 +141,19 @@ const readAttachment = (root: string, path: string, as: string, imageOnly: boole
     const shown = nodePath.relative(root, nodePath.resolve(root, path)) || path
     const mimeType = imageTypeOf(bytes)
     if (mimeType !== undefined) {
-      const fitted = fitImage(as, bytes, mimeType)
-      if ("error" in fitted) return yield* Effect.fail(new CliError(fitted.error))
+      const fitted = yield* fitImage(bytes, mimeType, shown).pipe(
+        Effect.mapError((e) => new CliError(`${as}: not attached: ${e.message}`))
+      )
+      const d = fitted.details
+      const size = d.originalWidth === undefined ? "" : ` ${d.originalWidth}×${d.originalHeight} px,`
+      const sent = Buffer.byteLength(fitted.image.data, "base64")
+      const resized = d.resized || fitted.image.mimeType !== mimeType ?
+        `; sent as ${d.width}×${d.height} px ${fitted.image.mimeType}, ${kib(sent)}` :
+        ""
       return {
         _tag: "image",
-        image: fitted.image,
-        note: `+ image ${shown} (${mimeType}, ${kib(bytes.length)})`
+        blocks: [fitted.note, fitted.image],
+        note: `+ image ${shown} (${mimeType},${size} ${kib(bytes.length)}${resized})`
       } as Read
     }
     if (imageOnly) {
@@ -182,7 +190,8 @@ export const attach = (
     let imageCount = 0
     const add = (r: Read) => {
       if (r._tag === "missing") return
-      blocks.push(r._tag === "text" ? r.block : r.image)
+      if (r._tag === "text") blocks.push(r.block)
+      else blocks.push(...r.blocks)
       if (r._tag === "image") imageCount++
       notes.push(r.note)
     }

@@ -201,8 +201,11 @@ export const scriptServer = async (
   }
 }
 
-/** The first bytes of a PNG file (its signature and the start of its header chunk). */
-export const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13, 0x49, 0x48, 0x44, 0x52])
+/** A real PNG file, 2×2 red pixels (96 bytes): attachments decode an image before sending it. */
+export const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAEklEQVQImWM4ISd3Qk6OAUIBAB8mBBGFRCvEAAAAAElFTkSuQmCC",
+  "base64"
+)
 
 /** A fresh workspace folder (real path). */
 export const makeWorkspace = (): string => realpathSync(mkdtempSync(join(tmpdir(), "agentloop-agent-test-")))
