@@ -41,7 +41,7 @@ describe("images are recognised by their bytes", () => {
     assert.strictEqual(imageTypeOf(PNG.subarray(0, 7)), undefined)
   })
 
-  it("a PNG named .dat goes as an image after the tools' note, a text file named .png as text; a broken one is refused", async () => {
+  it("a PNG named .dat goes as an image after a note, a text named .png as text; a broken one is refused", async () => {
     const { ws } = withOutside()
     writeFileSync(join(ws, "shot.dat"), PNG)
     writeFileSync(join(ws, "fake.png"), "just text\n")
@@ -60,7 +60,7 @@ describe("images are recognised by their bytes", () => {
     )
     assert.match(await failure(attach(ws, "x", { images: ["none.png"] })), /--image none\.png: no such file/)
   })
-  it("an image too large for providers is resized as read resizes it, and both the model and the user are told", async () => {
+  it("an image too large for providers is resized as read resizes it; the model and the user are told", async () => {
     const { ws } = withOutside()
     const wide = await sharp({ create: { width: 3000, height: 200, channels: 3, background: "#3060c0" } }).png()
       .toBuffer()

@@ -203,7 +203,8 @@ export const scriptServer = async (
 
 /** A real PNG file, 2×2 red pixels (96 bytes): attachments decode an image before sending it. */
 export const PNG = Buffer.from(
-  "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAEklEQVQImWM4ISd3Qk6OAUIBAB8mBBGFRCvEAAAAAElFTkSuQmCC",
+  "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAACXBIWXMAAAPoAAAD6AG1e1JrAAAAEklEQVQImWM4ISd3Qk6OAUIBAB8mBBGF" +
+    "RCvEAAAAAElFTkSuQmCC",
   "base64"
 )
 
