@@ -19,6 +19,8 @@ import { existsSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
 import { PROVIDER_NAMES } from "./internal/ProviderNames.ts"
+import { PERMISSION_MODES, readRules, RuleError } from "./Permissions.ts"
+import type { PermissionMode, PermissionRules } from "./Permissions.ts"
 
 /**
  * The providers the CLI knows.
@@ -62,7 +64,13 @@ export const ConfigFile = Schema.Struct({
   /** MCP servers, in the Claude Desktop format (checked by `@agentloop/mcp`'s `decodeMcpServers`). */
   mcpServers: Schema.optionalKey(Schema.Unknown),
   promptCaching: Schema.optionalKey(Schema.Boolean),
-  approvalTimeout: Schema.optionalKey(Duration)
+  approvalTimeout: Schema.optionalKey(Duration),
+  /** The permission mode and rules (see `Permissions.ts`): rules of both files apply, the project's mode first. */
+  permissions: Schema.optionalKey(Schema.Struct({
+    mode: Schema.optionalKey(Schema.Literals(PERMISSION_MODES)),
+    allow: Schema.optionalKey(Schema.Array(Schema.String)),
+    deny: Schema.optionalKey(Schema.Array(Schema.String))
+  }))
 })
 /**
  * @since 0.1.0
@@ -140,6 +148,8 @@ export interface FlagSettings {
   readonly approvalTimeout: Option.Option<string>
   /** `--system-prompt TEXT`: replaces the built-in system prompt. */
   readonly systemPrompt: Option.Option<string>
+  /** `--mode MODE` (`--yes` is `--mode yes`). */
+  readonly mode?: Option.Option<PermissionMode> | undefined
 }
 
 /**
@@ -173,6 +183,10 @@ export interface Settings {
   readonly promptCaching: boolean | undefined
   /** A question for approval not answered within this time is answered denied; undefined: no limit. */
   readonly approvalTimeout: EffectDuration.Duration | undefined
+  /** The permission mode the flags or a config file name; undefined: `ask`. */
+  readonly permissionMode: PermissionMode | undefined
+  /** The permission rules of every config file found, each with its file. */
+  readonly rules: PermissionRules
   /** The config files that were found, in precedence order. */
   readonly files: ReadonlyArray<string>
 }
@@ -285,6 +299,27 @@ export const resolveSettings = (
         Option.isSome(flags.approvalTimeout) ? flags.approvalTimeout.value : fromFiles("approvalTimeout"),
         Option.isSome(flags.approvalTimeout) ? "--approval-timeout" : "approvalTimeout"
       ),
+      permissionMode: flags.mode !== undefined && Option.isSome(flags.mode) ?
+        flags.mode.value :
+        fromFiles("permissions")?.mode ??
+          files.map((f) => f.permissions?.mode).find((m) => m !== undefined),
+      rules: yield* rulesOf(files, found),
       files: found
     }
+  })
+
+/** The rules of every config file, each with its file; a rule that cannot be read fails naming it. */
+const rulesOf = (files: ReadonlyArray<ConfigFile>, found: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const allow: Array<PermissionRules["allow"][number]> = []
+    const deny: Array<PermissionRules["deny"][number]> = []
+    for (let i = 0; i < files.length; i++) {
+      const lists = files[i]!.permissions
+      if (lists === undefined) continue
+      const read = readRules(lists, found[i]!)
+      if (read instanceof RuleError) return yield* Effect.fail(new ConfigError({ message: read.message }))
+      allow.push(...read.allow)
+      deny.push(...read.deny)
+    }
+    return { allow, deny } satisfies PermissionRules
   })

@@ -134,14 +134,15 @@ export const ApprovalRequestRecord = Schema.Struct({
 export type ApprovalRequestRecord = typeof ApprovalRequestRecord.Type
 
 /**
- * Who decided an approval: `user` (asked at the terminal), `policy` (`--yes`, read-only, or an
- * earlier `always`), `no-terminal` (no one to ask), `remote` (`agentloop approve` from another
- * process), `timeout` (no answer within `--approval-timeout`).
+ * Who decided an approval: `user` (asked at the terminal), `policy` (an earlier `always` of the
+ * session), `rule` (a permission rule: the record's `rule` names it and where it is written),
+ * `mode` (the permission mode: the record's `mode`), `no-terminal` (no one to ask), `remote`
+ * (`agentloop approve` from another process), `timeout` (no answer within `--approval-timeout`).
  *
  * @since 0.1.0
  * @category schemas
  */
-export const ApprovalBy = Schema.Literals(["user", "policy", "no-terminal", "remote", "timeout"])
+export const ApprovalBy = Schema.Literals(["user", "policy", "rule", "mode", "no-terminal", "remote", "timeout"])
 /**
  * @since 0.1.0
  * @category models
@@ -162,7 +163,11 @@ export const ApprovalRecord = Schema.Struct({
   decision: Schema.Literals(["approved", "denied", "always"]),
   by: Schema.optionalKey(ApprovalBy),
   reason: Schema.optionalKey(Schema.String),
-  askedAt: Schema.optionalKey(At)
+  askedAt: Schema.optionalKey(At),
+  /** The permission rule that decided, as written, with where: `bash(npm test*) (.agentloop/config.json)`. */
+  rule: Schema.optionalKey(Schema.String),
+  /** The permission mode that decided (`read-only`, `accept-edits`, `yes`). */
+  mode: Schema.optionalKey(Schema.String)
 })
 /**
  * @since 0.1.0
