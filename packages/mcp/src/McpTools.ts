@@ -267,6 +267,19 @@ const secretsOfServer = (server: ServerState): Array<string> => [
 const redact = (text: string, secrets: ReadonlyArray<string>): string =>
   [...secrets].sort((a, b) => b.length - a.length).reduce((t, secret) => t.split(secret).join("<redacted>"), text)
 
+/** A value with every secret in its strings (not in image data) replaced by `<redacted>`. */
+const redactDeep = <A>(value: A, secrets: ReadonlyArray<string>): A => {
+  const walk = (v: unknown, key: string | undefined): unknown => {
+    if (typeof v === "string") return key === "data" || key === "blob" ? v : redact(v, secrets)
+    if (Array.isArray(v)) return v.map((item) => walk(item, undefined))
+    if (typeof v === "object" && v !== null) {
+      return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, k)]))
+    }
+    return v
+  }
+  return walk(value, undefined) as A
+}
+
 /**
  * A call that provably never reached a server: the connection was already closed, or the HTTP
  * server answered 404 for the session (it restarted and forgot it; MCP then asks for a new one).
@@ -624,8 +637,11 @@ export const makeMcpTools = (
         // a tool-list change announced before this result is fetched before the result is handed back
         const refreshing = server.refreshing
         if (refreshing !== undefined) yield* Deferred.await(refreshing)
+        // a server may echo the token it was sent: it is not handed on (transcript, events, files)
+        const secrets = server.oauth === undefined ? [] : secretsOfServer(server)
+        const result = toToolResult(call, name, entry.tool.name, exit.value)
         return yield* limitResult(
-          toToolResult(call, name, entry.tool.name, exit.value),
+          secrets.length === 0 ? result : redactDeep(result, secrets),
           server.config.maxOutputChars ?? MCP_MAX_OUTPUT_CHARS,
           options.prepareImage ?? fitServerImage
         ).pipe(Effect.provideService(OutputStore, store))
