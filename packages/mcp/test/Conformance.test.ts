@@ -139,6 +139,6 @@ describe("MCP conformance suite (client scenarios)", () => {
           "scenarios that fail and are not expected to"
         )
         assert.deepStrictEqual(stale, [], "expected to fail but passed: remove them from expected-failures.json")
-      }).pipe(Effect.provide(NodeServices.layer)), 600_000)
+      }).pipe(Effect.provide(NodeServices.layer)), 300_000)
   }
 })
