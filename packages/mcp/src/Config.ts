@@ -41,8 +41,40 @@ export interface StdioServerConfig {
 }
 
 /**
+ * How an HTTP server is authorized with OAuth (see `Auth.ts`). Everything is optional: by default
+ * the client registers itself dynamically (or uses `clientMetadataUrl`) and asks for the scopes
+ * the server names.
+ *
+ * - `clientId` / `clientSecret`: credentials registered with the authorization server beforehand
+ *   (no dynamic registration).
+ * - `clientMetadataUrl`: the https URL of this client's client ID metadata document, used as its
+ *   client ID where the authorization server supports it.
+ * - `scope`: the scopes to ask for when neither the server's challenge nor its metadata names any.
+ * - `grant: "client_credentials"`: a machine client (no user): `clientId` with `clientSecret`
+ *   (`client_secret_basic`) or `privateKey` (a PEM key, `private_key_jwt`, signed with
+ *   `signingAlgorithm`, default `ES256`).
+ *
+ * `clientSecret` and `privateKey` are secrets: they never appear in errors or events.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface McpOAuthConfig {
+  readonly clientId?: string | undefined
+  readonly clientSecret?: string | undefined
+  readonly clientMetadataUrl?: string | undefined
+  readonly scope?: string | undefined
+  readonly grant?: "authorization_code" | "client_credentials" | undefined
+  readonly privateKey?: string | undefined
+  readonly signingAlgorithm?: string | undefined
+}
+
+/**
  * A server reached over MCP's Streamable HTTP transport. `headers` are sent with every request
  * (for an `Authorization` header, say); they never appear in errors or events.
+ *
+ * A server that asks for authorization (`401`) is authorized with OAuth, unless `headers` has an
+ * `Authorization` header or `oauth` is `false`; `oauth` configures how (see `McpOAuthConfig`).
  *
  * @since 0.1.0
  * @category models
@@ -52,6 +84,7 @@ export interface HttpServerConfig {
   readonly transport: "http"
   readonly url: string
   readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly oauth?: McpOAuthConfig | false | undefined
   /** A call still running after this many milliseconds is cancelled and answered with a timeout error. */
   readonly timeoutMs?: number | undefined
   /**
@@ -106,8 +139,27 @@ export const StdioServerEntry = Schema.Struct({
 })
 
 /**
+ * The `oauth` of an HTTP entry of `mcpServers` (see `McpOAuthConfig`), or `false`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const McpOAuthEntry = Schema.Union([
+  Schema.Struct({
+    clientId: Schema.optionalKey(Schema.NonEmptyString),
+    clientSecret: Schema.optionalKey(Schema.String),
+    clientMetadataUrl: Schema.optionalKey(Schema.String),
+    scope: Schema.optionalKey(Schema.String),
+    grant: Schema.optionalKey(Schema.Literals(["authorization_code", "client_credentials"])),
+    privateKey: Schema.optionalKey(Schema.String),
+    signingAlgorithm: Schema.optionalKey(Schema.String)
+  }),
+  Schema.Literal(false)
+])
+
+/**
  * One Streamable HTTP entry of `mcpServers`:
- * `{ "url", "headers"?, "type"?: "http" | "streamable-http", "timeoutMs"?, "maxOutputChars"? }`.
+ * `{ "url", "headers"?, "oauth"?, "type"?: "http" | "streamable-http", "timeoutMs"?, "maxOutputChars"? }`.
  *
  * @since 0.1.0
  * @category schemas
@@ -116,6 +168,7 @@ export const HttpServerEntry = Schema.Struct({
   type: Schema.optionalKey(Schema.Literals(["http", "streamable-http", "streamableHttp"])),
   url: Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an http:// or https:// URL" })),
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  oauth: Schema.optionalKey(McpOAuthEntry),
   timeoutMs: Schema.optionalKey(TimeoutMs),
   maxOutputChars: Schema.optionalKey(MaxOutputChars)
 })
@@ -176,6 +229,7 @@ export const serversFromSection = (section: McpServersSection): Array<McpServerC
       transport: "http",
       url: entry.url,
       ...(entry.headers === undefined ? {} : { headers: entry.headers }),
+      ...(entry.oauth === undefined ? {} : { oauth: entry.oauth }),
       ...limits
     }
   })

@@ -28,3 +28,16 @@ export class McpConnectError extends Schema.TaggedError<McpConnectError>()("McpC
   server: Schema.String,
   message: Schema.String
 }) {}
+
+/**
+ * An HTTP server could not be authorized: it needs a login nobody can give here (no
+ * `McpAuthorization`), the user or the authorization server refused, discovery or a token request
+ * failed, or the token store could not be written. The message never contains a token or secret.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class McpAuthError extends Schema.TaggedError<McpAuthError>()("McpAuthError", {
+  server: Schema.String,
+  message: Schema.String
+}) {}

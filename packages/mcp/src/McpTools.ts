@@ -41,7 +41,12 @@ import { fitImageContent, OutputStore } from "@agentloop/tools"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import { ErrorCode, McpError, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
+import {
+  ElicitRequestSchema,
+  ErrorCode,
+  McpError,
+  ToolListChangedNotificationSchema
+} from "@modelcontextprotocol/sdk/types.js"
 import type { Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
 import {
   Cause,
@@ -60,8 +65,12 @@ import {
 } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { MCP_MAX_OUTPUT_CHARS } from "./Config.ts"
-import type { McpServerConfig } from "./Config.ts"
-import { McpConfigError, McpConnectError } from "./Errors.ts"
+import type { HttpServerConfig, McpServerConfig } from "./Config.ts"
+import { Elicitation } from "./Elicitation.ts"
+import { McpAuthError, McpConfigError, McpConnectError } from "./Errors.ts"
+import { askSafely, requestOf } from "./internal/elicitation.ts"
+import { AuthFailure, makeOAuth } from "./internal/oauth.ts"
+import type { OAuthSession } from "./internal/oauth.ts"
 import { orderedDelivery } from "./internal/ordered.ts"
 import { makeStdioTransport } from "./internal/stdio.ts"
 import type { StdioTransport } from "./internal/stdio.ts"
@@ -121,6 +130,11 @@ export interface McpToolsOptions {
    * is no image or cannot be sent).
    */
   readonly prepareImage?: PrepareImage | undefined
+  /**
+   * The https URL of this client's OAuth client ID metadata document, used as its client ID by
+   * authorization servers that support it (a server's `oauth.clientMetadataUrl` wins).
+   */
+  readonly clientMetadataUrl?: string | undefined
 }
 
 /**
@@ -169,6 +183,8 @@ interface ServerState {
   readonly config: McpServerConfig
   readonly prefix: string
   readonly lock: Semaphore.Semaphore
+  /** OAuth for an HTTP server that may need it (none with a static `Authorization` header). */
+  readonly oauth: OAuthSession | undefined
   client: Client | undefined
   transport: Transport | undefined
   scope: Scope.Closeable | undefined
@@ -218,10 +234,20 @@ const httpTarget = (url: string, headers: Readonly<Record<string, string>> | und
   return { url: parsed, headers: all }
 }
 
+/** Whether OAuth is used for a server: HTTP, not turned off, no `Authorization` header of its own. */
+const usesOAuth = (config: McpServerConfig): config is HttpServerConfig =>
+  config.transport === "http" && config.oauth !== false &&
+  !Object.keys(config.headers ?? {}).some((k) => k.toLowerCase() === "authorization") &&
+  !(URL.canParse(config.url) && new URL(config.url).username !== "")
+
 /** The values of a server's config that must never appear in a message. */
 const secretsOf = (config: McpServerConfig): Array<string> => {
   if (config.transport === "stdio") return Object.values(config.env ?? {}).filter((v) => v.length >= 4)
   const secrets = Object.values(config.headers ?? {})
+  if (config.oauth !== undefined && config.oauth !== false) {
+    if (config.oauth.clientSecret !== undefined) secrets.push(config.oauth.clientSecret)
+    if (config.oauth.privateKey !== undefined) secrets.push(config.oauth.privateKey)
+  }
   if (URL.canParse(config.url)) {
     const parsed = new URL(config.url)
     secrets.push(parsed.username, parsed.password)
@@ -232,8 +258,27 @@ const secretsOf = (config: McpServerConfig): Array<string> => {
   return secrets.filter((v) => v.length >= 2)
 }
 
+/** The secrets of a server: its config's and, with OAuth, its tokens and client secret as they are now. */
+const secretsOfServer = (server: ServerState): Array<string> => [
+  ...secretsOf(server.config),
+  ...(server.oauth?.secrets() ?? [])
+]
+
 const redact = (text: string, secrets: ReadonlyArray<string>): string =>
   [...secrets].sort((a, b) => b.length - a.length).reduce((t, secret) => t.split(secret).join("<redacted>"), text)
+
+/** A value with every secret in its strings (not in image data) replaced by `<redacted>`. */
+const redactDeep = <A>(value: A, secrets: ReadonlyArray<string>): A => {
+  const walk = (v: unknown, key: string | undefined): unknown => {
+    if (typeof v === "string") return key === "data" || key === "blob" ? v : redact(v, secrets)
+    if (Array.isArray(v)) return v.map((item) => walk(item, undefined))
+    if (typeof v === "object" && v !== null) {
+      return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, k)]))
+    }
+    return v
+  }
+  return walk(value, undefined) as A
+}
 
 /**
  * A call that provably never reached a server: the connection was already closed, or the HTTP
@@ -274,10 +319,17 @@ export const makeMcpTools = (
         })
       }
       prefixes.set(prefix, config.name)
+      const oauth = usesOAuth(config) && URL.canParse(config.url) ?
+        yield* makeOAuth(config, {
+          clientName: options.clientName ?? "agentloop",
+          clientMetadataUrl: options.clientMetadataUrl
+        }) :
+        undefined
       states.push({
         config,
         prefix,
         lock: yield* Semaphore.make(1),
+        oauth,
         client: undefined,
         transport: undefined,
         scope: undefined,
@@ -292,6 +344,9 @@ export const makeMcpTools = (
     const clientName = options.clientName ?? "agentloop"
     // where cut results are kept whole: the one in the layer's context (none by default)
     const store = yield* OutputStore
+    // who answers the servers' questions: elicitation is offered only when someone can answer
+    const elicitation = yield* Effect.serviceOption(Elicitation)
+    const capabilities = elicitation._tag === "Some" ? { elicitation: { form: { applyDefaults: true } } } : {}
 
     // --- definitions ---------------------------------------------------------------------------
     const build = (): Snapshot => {
@@ -406,11 +461,15 @@ export const makeMcpTools = (
         const scope = yield* Scope.fork(layerScope)
         const transport: Transport = config.transport === "stdio" ?
           makeStdioTransport(config, scope, runPromise) :
-          ((target) => new StreamableHTTPClientTransport(target.url, { requestInit: { headers: target.headers } }))(
-            httpTarget(config.url, config.headers)
-          )
+          ((target) =>
+            new StreamableHTTPClientTransport(target.url, {
+              requestInit: { headers: target.headers },
+              ...(server.oauth === undefined ? {} : { fetch: server.oauth.fetch })
+            }))(
+              httpTarget(config.url, config.headers)
+            )
         const ordered = orderedDelivery(transport)
-        const client = new Client({ name: clientName, version: "0.1.0" }, { capabilities: {} })
+        const client = new Client({ name: clientName, version: "0.1.0" }, { capabilities })
         // protocol-level noise (a progress notification for a finished call, a malformed line) is
         // not an error of any call. Over HTTP, a lost event stream may mean the server is gone, and
         // the SDK would then leave the calls in flight waiting forever: a ping tells, and a server
@@ -422,6 +481,19 @@ export const makeMcpTools = (
           runFork(dropConnection(server, client))
         }
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => refresh(server, client))
+        if (elicitation._tag === "Some") {
+          const service = elicitation.value
+          // form mode only (the capability declares no URL mode); interrupted when the server
+          // cancels the question (the SDK aborts `extra.signal`) or the layer closes
+          client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
+            const params = request.params
+            if (params.mode === "url") return Promise.resolve({ action: "decline" as const })
+            return runPromise(askSafely(service, requestOf(config.name, params)), { signal: extra.signal })
+              .then((answer) =>
+                answer.action === "accept" ? { action: "accept" as const, content: { ...answer.content } } : answer
+              )
+          })
+        }
         if (config.transport === "http") {
           const http = transport as StreamableHTTPClientTransport
           // end the session (HTTP DELETE; a server that does not answer gets MCP_PING_TIMEOUT_MS), then close
@@ -435,13 +507,16 @@ export const makeMcpTools = (
         }
         const failed = (what: string) => (error: unknown) => {
           const stderr = config.transport === "stdio" ? (transport as StdioTransport).stderrTail().trim() : ""
+          const cause = server.oauth?.cause(error) ?? error
           return new McpConnectError({
             server: config.name,
             message: redact(
-              `MCP server "${config.name}" (${where(config)}): ${what}: ${messageOf(error)}${
-                stderr.length === 0 ? "" : `\nits stderr ends with:\n${stderr.slice(-1000)}`
-              }`,
-              secretsOf(config)
+              cause instanceof McpAuthError ?
+                `${cause.message} (${where(config)})` :
+                `MCP server "${config.name}" (${where(config)}): ${what}: ${messageOf(error)}${
+                  stderr.length === 0 ? "" : `\nits stderr ends with:\n${stderr.slice(-1000)}`
+                }`,
+              secretsOfServer(server)
             )
           })
         }
@@ -482,7 +557,6 @@ export const makeMcpTools = (
       Effect.gen(function*() {
         const server = entry.server
         const name = server.config.name
-        const secrets = secretsOf(server.config)
         const connected = yield* Effect.result(connect(server))
         if (connected._tag === "Failure") {
           return failure(call, entry, `MCP server "${name}" is not available: ${connected.failure.message}`, {
@@ -525,8 +599,22 @@ export const makeMcpTools = (
               { disconnected: true }
             )
           }
+          if (error instanceof AuthFailure) {
+            return failure(call, entry, redact(error.error.message, secretsOfServer(server)), { unauthorized: true })
+          }
+          if (error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)) {
+            return failure(
+              call,
+              entry,
+              `MCP server "${name}" refused the call (HTTP ${error.code}): not authorized for it.`,
+              { unauthorized: true }
+            )
+          }
           if (error instanceof McpError) {
-            const text = redact(`MCP server "${name}" answered with an error: ${error.message}`, secrets)
+            const text = redact(
+              `MCP server "${name}" answered with an error: ${error.message}`,
+              secretsOfServer(server)
+            )
             return failure(call, entry, text, { mcpError: { code: error.code } })
           }
           if (isZodError(error)) {
@@ -541,7 +629,7 @@ export const makeMcpTools = (
             redact(
               `Lost the connection to MCP server "${name}": ${messageOf(error)} ` +
                 "(it is connected again on the next call).",
-              secrets
+              secretsOfServer(server)
             ),
             { disconnected: true }
           )
@@ -549,8 +637,11 @@ export const makeMcpTools = (
         // a tool-list change announced before this result is fetched before the result is handed back
         const refreshing = server.refreshing
         if (refreshing !== undefined) yield* Deferred.await(refreshing)
+        // a server may echo the token it was sent: it is not handed on (transcript, events, files)
+        const secrets = server.oauth === undefined ? [] : secretsOfServer(server)
+        const result = toToolResult(call, name, entry.tool.name, exit.value)
         return yield* limitResult(
-          toToolResult(call, name, entry.tool.name, exit.value),
+          secrets.length === 0 ? result : redactDeep(result, secrets),
           server.config.maxOutputChars ?? MCP_MAX_OUTPUT_CHARS,
           options.prepareImage ?? fitServerImage
         ).pipe(Effect.provideService(OutputStore, store))

@@ -3,7 +3,9 @@
  *
  * @since 0.1.0
  */
+export * from "./Auth.ts"
 export * from "./Config.ts"
+export * from "./Elicitation.ts"
 export * from "./Errors.ts"
 export * from "./McpTools.ts"
 export * from "./Naming.ts"
