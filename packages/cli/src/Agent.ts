@@ -10,12 +10,12 @@ import type { AgentRunResult, Message, OutputSchema, ToolCall, Usage } from "@ag
 import { Clock, Context, Deferred, Effect, Layer, Option, Scope } from "effect"
 import { readFileSync } from "node:fs"
 import * as nodePath from "node:path"
-import { makeApprovalPolicy } from "./Approvals.ts"
+import { makeApprovalPolicy, makePermissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
 import { CliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor, toolDefinitionsChars } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
-import { resolveSettings } from "./Config.ts"
+import { resolveSettings, saveAllowRule } from "./Config.ts"
 import type { FlagSettings } from "./Config.ts"
 import { abortDurableRun, approveRun, listWorkspaceRuns, runnerBusy, splitAtRun, unfinishedRun } from "./Durable.ts"
 import type { RecordedRun } from "./Durable.ts"
@@ -27,6 +27,7 @@ import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
 import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
+import type { PermissionMode } from "./Permissions.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
@@ -61,6 +62,8 @@ export const RUN_EXIT_CODES: Readonly<Record<AgentRunResult["reason"], number>> 
 export interface AgentFlags extends FlagSettings {
   readonly workspace: Option.Option<string>
   readonly yes: boolean
+  /** `--mode MODE`: the permission mode (`--yes` is `yes`). */
+  readonly mode: Option.Option<PermissionMode>
   readonly continue: boolean
   readonly resume: Option.Option<string>
   /** MCP servers to start (`--mcp "command args"`), repeatable. */
@@ -324,7 +327,11 @@ const makeAgent = (
         }),
       onError: (message) => renderer.line(style.yellow(`⚠ ${message}`))
     })
-    const always = new Set<string>()
+    const permissions = makePermissions({
+      mode: flags.yes ? "yes" : settings.permissionMode ?? "ask",
+      rules: settings.rules,
+      save: (rule) => saveAllowRule(root, rule).pipe(Effect.mapError((e) => new CliError(e.message)))
+    })
     const record = (r: ApprovalRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (at) => session.append({ type: "approval", at, ...r }))
 
@@ -340,8 +347,7 @@ const makeAgent = (
           append: session.append
         },
         stop: controller,
-        yes: flags.yes,
-        always,
+        permissions,
         approvalTimeout: settings.approvalTimeout,
         transformContext: compactor.transform,
         record,
@@ -352,14 +358,13 @@ const makeAgent = (
       }) :
       inMemoryEngine({
         policy: yield* makeApprovalPolicy({
-          yes: flags.yes,
+          permissions,
           ask: input.interactive ?
             (question: string) => renderer.hold(input.read(question, { history: false })) :
             undefined,
           print: (text) => renderer.line(text),
           record,
           style,
-          always,
           timeout: settings.approvalTimeout
         }),
         transformContext: compactor.transform,
@@ -450,7 +455,7 @@ const makeAgent = (
         configuredPrompt = yield* promptNow
         yield* session.clear
         compactor.reset()
-        always.clear()
+        permissions.session.length = 0
         out(`${style.dim(`new session ${session.log().id}`)}\n`)
       }),
       setModel: (name) =>

@@ -18,9 +18,10 @@ import { Duration as EffectDuration, Effect, Option, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
-import { PROVIDER_NAMES } from "./internal/ProviderNames.ts"
+import { PROVIDER_NAMES } from "./internal/Names.ts"
 import { PERMISSION_MODES, readRules, RuleError } from "./Permissions.ts"
 import type { PermissionMode, PermissionRules } from "./Permissions.ts"
+import * as WorkspaceIO from "./WorkspaceIO.ts"
 
 /**
  * The providers the CLI knows.
@@ -322,4 +323,29 @@ const rulesOf = (files: ReadonlyArray<ConfigFile>, found: ReadonlyArray<string>)
       deny.push(...read.deny)
     }
     return { allow, deny } satisfies PermissionRules
+  })
+
+/**
+ * Adds an allow rule to the project's config (`.agentloop/config.json`, created when missing),
+ * keeping the rest of the file; written through the confined writer (never through a link, never
+ * outside the workspace). Returns the file's path relative to the workspace.
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const saveAllowRule = (workspace: string, rule: string): Effect.Effect<string, ConfigError> =>
+  Effect.gen(function*() {
+    const relative = ".agentloop/config.json"
+    const file = nodePath.join(workspace, relative)
+    const existing = yield* readConfigFile(file)
+    const raw = existing === undefined ? {} : (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>)
+    const permissions = (raw["permissions"] ?? {}) as { allow?: Array<string> }
+    const allow = permissions.allow ?? []
+    if (!allow.includes(rule)) allow.push(rule)
+    const next = { ...raw, permissions: { ...permissions, allow } }
+    yield* WorkspaceIO.makeDirectory(workspace, ".agentloop").pipe(
+      Effect.andThen(WorkspaceIO.writeFile(workspace, relative, `${JSON.stringify(next, null, 2)}\n`)),
+      Effect.mapError((e) => new ConfigError({ message: `cannot save the rule to ${file}: ${e.message}` }))
+    )
+    return relative
   })

@@ -27,6 +27,7 @@
  */
 import * as nodePath from "node:path"
 import picomatch from "picomatch"
+import { PERMISSION_MODES as MODES } from "./internal/Names.ts"
 import { parseCommand } from "./internal/Shell.ts"
 import type { ParsedCommand, SimpleCommand, Word } from "./internal/Shell.ts"
 
@@ -36,7 +37,7 @@ import type { ParsedCommand, SimpleCommand, Word } from "./internal/Shell.ts"
  * @since 0.1.0
  * @category models
  */
-export const PERMISSION_MODES = ["ask", "accept-edits", "read-only", "yes"] as const
+export const PERMISSION_MODES = MODES
 
 /**
  * @since 0.1.0

@@ -9,7 +9,7 @@
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Option } from "effect"
 import { Argument, CliOutput, Command, Flag } from "effect/cli"
-import { PROVIDER_NAMES } from "./internal/ProviderNames.ts"
+import { PERMISSION_MODES, PROVIDER_NAMES } from "./internal/Names.ts"
 import { cliLoggerLayer } from "./Logs.ts"
 import { stripControl } from "./Sanitize.ts"
 
@@ -129,8 +129,16 @@ const agentFlags = {
   ),
   yes: Flag.Boolean("yes").pipe(
     Flag.withAlias("y"),
-    Flag.withDescription("allow every tool call without asking"),
+    Flag.withDescription("allow every tool call without asking, except what a deny rule names (--mode yes)"),
     Flag.withDefault(false)
+  ),
+  mode: Flag.Literals("mode", PERMISSION_MODES).pipe(
+    Flag.withDescription(
+      "permission mode: ask (default: read-only tools run, the rest asks), accept-edits (writes and edits in the " +
+        "workspace run, bash asks), read-only (plan: only read-only tools run), yes (everything runs); the config's " +
+        "permissions.allow/deny rules apply in every mode"
+    ),
+    Flag.optional
   ),
   continue: Flag.Boolean("continue").pipe(
     Flag.withAlias("c"),

@@ -78,11 +78,11 @@ describe("agentloop run (in a pipe)", () => {
         }
       }
       const approvals = lines.filter((l) => l["type"] === "approval")
-      assert.deepStrictEqual(approvals.map((a) => [a["name"], a["decision"], a["by"]]), [[
-        "write",
-        "approved",
-        "policy"
-      ], ["bash", "approved", "policy"]])
+      // --yes is the yes mode, and the records say so
+      assert.deepStrictEqual(approvals.map((a) => [a["name"], a["decision"], a["by"], a["mode"]]), [
+        ["write", "approved", "mode", "yes"],
+        ["bash", "approved", "mode", "yes"]
+      ])
       const loaded = await load(file!)
       assert.deepStrictEqual(loaded.messages.map((m: Message) => m.role), [
         "user",

@@ -1,11 +1,11 @@
 import { allow, decide, deny, Model, pairingViolations, parseTranscript, sessionRecordsOf } from "@agentloop/core"
 import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Fiber, Stream } from "effect"
+import { Clock, Deferred, Duration, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { readFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { makeApprovalPolicy, parseAnswer, previewCall } from "../src/Approvals.ts"
+import { makeApprovalPolicy, makePermissions, parseAnswer, previewCall } from "../src/Approvals.ts"
 import type { ApprovalRecord } from "../src/Approvals.ts"
 import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER, toolDefinitionsChars } from "../src/Compaction.ts"
 import { rebuildRun, sameMessages } from "../src/Durable.ts"
@@ -50,10 +50,13 @@ describe("control sequences", () => {
 })
 
 describe("approval answers", () => {
-  it("y, a, n with or without a reason; anything else asks again", () => {
+  it("y, a, p (with ! to save), n with or without a reason; anything else asks again", () => {
     assert.deepStrictEqual(parseAnswer("y"), { kind: "yes" })
     assert.deepStrictEqual(parseAnswer(" YES "), { kind: "yes" })
-    assert.deepStrictEqual(parseAnswer("a"), { kind: "always" })
+    assert.deepStrictEqual(parseAnswer("a"), { kind: "always", save: false })
+    assert.deepStrictEqual(parseAnswer("a!"), { kind: "always", save: true })
+    assert.deepStrictEqual(parseAnswer("P!"), { kind: "prefix", save: true })
+    assert.strictEqual(parseAnswer("y!"), undefined)
     assert.deepStrictEqual(parseAnswer("n"), { kind: "no", reason: undefined })
     assert.deepStrictEqual(parseAnswer("n: use the other file"), { kind: "no", reason: "use the other file" })
     assert.deepStrictEqual(parseAnswer("no not now"), { kind: "no", reason: "not now" })
@@ -89,13 +92,12 @@ describe("approval records", () => {
       Effect.gen(function*() {
         const records: Array<ApprovalRecord & { readonly at: number }> = []
         const options = (yes: boolean) => ({
-          yes,
+          permissions: makePermissions({ mode: yes ? "yes" : "ask", rules: { allow: [], deny: [] } }),
           // the user takes five seconds to answer
           ask: () => Effect.as(TestClock.adjust("5 seconds"), "y"),
           print: () => Effect.void,
           record: (r: ApprovalRecord) => Effect.map(Clock.currentTimeMillis, (at) => void records.push({ ...r, at })),
-          style: makeStyle(false),
-          always: new Set<string>()
+          style: makeStyle(false)
         })
         const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
         const definition = { name: "bash", description: "", parameters: {} }
@@ -104,7 +106,7 @@ describe("approval records", () => {
         assert.deepStrictEqual(yield* decide(yield* makeApprovalPolicy(options(true)), call, definition), allow)
         assert.deepStrictEqual(records, [
           { toolCallId: "c1", name: "bash", askedAt: 1000, decision: "approved", by: "user", at: 6000 },
-          { toolCallId: "c1", name: "bash", decision: "approved", by: "policy", at: 6000 }
+          { toolCallId: "c1", name: "bash", decision: "approved", by: "mode", mode: "yes", at: 6000 }
         ])
       })
   )
@@ -115,18 +117,24 @@ describe("approval records", () => {
       Effect.gen(function*() {
         const records: Array<ApprovalRecord> = []
         let interrupted = false
+        const asked = yield* Deferred.make<void>()
         const policy = yield* makeApprovalPolicy({
-          yes: false,
+          permissions: makePermissions({ mode: "ask", rules: { allow: [], deny: [] } }),
           // nobody answers; the question is taken away when the time is up
-          ask: () => Effect.onInterrupt(Effect.never, () => Effect.sync(() => void (interrupted = true))),
+          ask: () =>
+            Effect.andThen(
+              Deferred.succeed(asked, undefined),
+              Effect.onInterrupt(Effect.never, () => Effect.sync(() => void (interrupted = true)))
+            ),
           print: () => Effect.void,
           record: (r) => Effect.sync(() => void records.push(r)),
           style: makeStyle(false),
-          always: new Set<string>(),
           timeout: Duration.minutes(10)
         })
         const call: ToolCall = { type: "toolCall", id: "c1", name: "bash", arguments: { command: "ls" } }
         const fiber = yield* Effect.forkChild(decide(policy, call, { name: "bash", description: "", parameters: {} }))
+        // the clock moves once the question is up (the rules are checked first, off the clock)
+        yield* Deferred.await(asked)
         yield* TestClock.adjust("9 minutes")
         assert.isUndefined(fiber.pollUnsafe(), "still waiting before the time is up")
         yield* TestClock.adjust("1 minute")

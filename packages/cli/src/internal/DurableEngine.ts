@@ -9,7 +9,7 @@
  * Calls that change things wait for an answer: from this terminal (when there is one) or from
  * `agentloop approve` in another; the journal keeps the first.
  */
-import { allow, ask as askDecision, Executor, Model } from "@agentloop/core"
+import { ask as askDecision, Executor, Model } from "@agentloop/core"
 import type { SessionRecord, ToolCall, ToolPolicy, ToolResultMessage } from "@agentloop/core"
 import {
   abortRun,
@@ -25,8 +25,8 @@ import type { DurableEvent, DurableStore } from "@agentloop/durable"
 import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Scope, Semaphore } from "effect"
 import type { Duration } from "effect"
 import type { WorkflowEngine } from "effect/workflow"
-import { approvalTimeoutReason, parseAnswer, previewCall } from "../Approvals.ts"
-import type { ApprovalRecord } from "../Approvals.ts"
+import { addAnswerRules, approvalTimeoutReason, gateCall, parseAnswer, previewCall, questionFor } from "../Approvals.ts"
+import type { ApprovalRecord, Permissions } from "../Approvals.ts"
 import { CliError } from "../CliError.ts"
 import { denialReason, prepareDatabase, reconcileSession, runIdOf } from "../Durable.ts"
 import type { Renderer } from "../Renderer.ts"
@@ -48,10 +48,8 @@ export interface DurableEngineOptions {
     readonly append: (record: SessionRecord) => Effect.Effect<void>
   }
   readonly stop: Controller
-  /** `--yes`: every call is allowed. */
-  readonly yes: boolean
-  /** The tools allowed for the session (`a` at a question). */
-  readonly always: Set<string>
+  /** The session's permission mode and rules (the same gate as the in-memory engine's). */
+  readonly permissions: Permissions
   readonly approvalTimeout: Duration.Duration | undefined
   readonly transformContext: ContextTransform
   readonly record: (approval: ApprovalRecord) => Effect.Effect<void>
@@ -91,7 +89,7 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
   Layer.effect(
     RunEngine,
     Effect.gen(function*() {
-      const { renderer, style, input, stop, always, session } = options
+      const { renderer, style, input, stop, permissions, session } = options
       const scope = yield* Effect.scope
       const services = yield* Effect.context<Model | Executor>()
       const followed = yield* Ref.make<Followed | undefined>(undefined)
@@ -104,15 +102,11 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
             options.transformContext(messages) :
             withTurnStarts(options.transformContext, run.inputLength, run.emit)(messages))
 
-      const policy: ToolPolicy = (call, definition) => {
-        if (definition === undefined || definition.readOnly === true) return allow
-        const base = { toolCallId: call.id, name: call.name }
-        if (options.yes) return Effect.as(options.record({ ...base, decision: "approved", by: "policy" }), allow)
-        if (always.has(call.name)) {
-          return Effect.as(options.record({ ...base, decision: "approved", by: "policy", reason: "always" }), allow)
-        }
-        return askDecision
-      }
+      const policy: ToolPolicy = (call, definition) =>
+        Effect.map(
+          gateCall(permissions, call, definition, options.record),
+          (gate) => (gate._tag === "decided" ? gate.decision : askDecision)
+        )
 
       // (built once, whoever needs it first: a run, or an answer typed while a resumed run starts)
       const runnerLock = yield* Semaphore.make(1)
@@ -167,34 +161,57 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
         questionLock.withPermits(1)(Effect.gen(function*() {
           const { call } = w
           const base = { toolCallId: call.id, name: call.name, askedAt: w.askedAt }
-          if (always.has(call.name)) {
-            yield* options.record({ ...base, decision: "approved", by: "policy", reason: "always" })
-            return yield* answerHere(runId, w, { approved: true })
+          // an answer to an earlier question may have added a rule that decides this call
+          const gate = yield* gateCall(permissions, call, { name: call.name, description: "", parameters: {} }, (r) =>
+            options.record({ ...r, askedAt: w.askedAt }))
+          if (gate._tag === "decided") {
+            return yield* answerHere(
+              runId,
+              w,
+              gate.decision._tag === "Deny" ? { approved: false, reason: gate.decision.reason } : { approved: true }
+            )
           }
           yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
-          for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
+          for (const line of previewCall(call, style)) {
+            yield* renderer.line(`    ${line}`)
+          }
+          if (gate.why !== undefined) {
+            yield* renderer.line(style.yellow(`    (${stripControl(gate.why)})`))
+          }
           yield* renderer.line(
             style.dim(`  (or from another terminal: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason])`)
           )
+          const question = yield* questionFor(call, permissions, style)
           while (true) {
-            const line = yield* renderer.hold(
-              input.read(`  allow? ${style.dim(`[y]es / [n]o (reason) / [a]lways for ${call.name}`)} `, {
-                history: false
-              })
-            )
+            const line = yield* renderer.hold(input.read(question.prompt, { history: false }))
             // no answer possible here: the call waits for one from another terminal
-            if (line === undefined) return
+            if (line === undefined) {
+              return
+            }
             const answer = parseAnswer(line)
-            if (answer === undefined) continue
+            if (answer === undefined) {
+              continue
+            }
             if (answer.kind === "yes") {
               yield* options.record({ ...base, decision: "approved", by: "user" })
               return yield* answerHere(runId, w, { approved: true })
             }
-            if (answer.kind === "always") {
-              always.add(call.name)
-              yield* options.record({ ...base, decision: "always", by: "user" })
-              // the run remembers it too (journaled), for its later calls of this tool after a restart
-              return yield* answerHere(runId, w, { approved: true, always: true })
+            if (answer.kind === "always" || answer.kind === "prefix") {
+              const texts = answer.kind === "always" ?
+                question.always :
+                question.prefix === undefined ?
+                [] :
+                [question.prefix]
+              if (texts.length === 0) {
+                continue
+              }
+              const added = yield* addAnswerRules(permissions, texts, answer.save)
+              yield* renderer.line(style.dim(added.line))
+              yield* options.record({ ...base, decision: "always", by: "user", rule: added.rule })
+              // a whole tool allowed: the run remembers it too (journaled), for its later calls after a
+              // restart; a bash command's rule stays the session's (a restart asks again)
+              const toolWide = answer.kind === "always" && texts.length === 1 && texts[0] === call.name
+              return yield* answerHere(runId, w, { approved: true, ...(toolWide ? { always: true } : {}) })
             }
             yield* options.record({
               ...base,
@@ -204,7 +221,11 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
             })
             return yield* answerHere(runId, w, { approved: false, reason: denialReason(answer.reason) })
           }
-        })).pipe(Effect.catch((e: CliError) => Effect.sync(() => options.report(e.message))))
+        })).pipe(Effect.catch((e: CliError) =>
+          Effect.sync(() =>
+            options.report(e.message)
+          )
+        ))
 
       /** A call of the followed run waits for approval (a new request, or one found in the session on resuming). */
       const awaitApproval = (runId: string, call: ToolCall, askedAt: number) =>
