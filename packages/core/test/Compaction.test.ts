@@ -173,7 +173,7 @@ describe("compaction", () => {
       }
     }))
 
-  it.effect("compactNow summarises all but the last turn; a summary applies only to the conversation it was made from", () =>
+  it.effect("compactNow summarises all but the last turn; a summary applies only where it was made", () =>
     Effect.gen(function*() {
       const summariser = yield* makeScriptedModel([turn.text("EVERYTHING SO FAR")])
       const compacted: Array<Compacted> = []
