@@ -172,7 +172,9 @@ export type ApprovalRecord = typeof ApprovalRecord.Type
 
 /**
  * The transcript's first `summarized` messages were replaced by `summary` for the model; `kept`
- * messages stayed verbatim. `usage` is what the summarizing request cost.
+ * messages stayed verbatim. `usage` is what the summarizing request cost; `inRun`: the compaction
+ * shaped a run's request, so that usage is also in the run's `run_end` usage (count it once).
+ * Without it (`/compact`, or a file from before runs counted their compactions) it is in no run's.
  *
  * @since 0.1.0
  * @category schemas
@@ -183,7 +185,8 @@ export const CompactionRecord = Schema.Struct({
   summarized: Schema.optionalKey(Schema.Finite),
   kept: Schema.optionalKey(Schema.Finite),
   summary: Schema.optionalKey(UserMessage),
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Usage),
+  inRun: Schema.optionalKey(Schema.Boolean)
 })
 /**
  * @since 0.1.0
