@@ -396,12 +396,15 @@ export interface ReplayedRun {
 
 /**
  * Options of `replaySession`: the run options a recording does not hold (your `policy`, say), and
- * where the events go.
+ * where the events go. The system prompt is the recording's; `signal` and `transformContext` are
+ * the replay's own (it aborts a run where its recording ends, and sends whole transcripts).
  *
  * @since 0.1.0
  * @category models
  */
-export interface ReplayOptions extends Omit<Partial<AgentLoopOptions>, "messages" | "signal" | "transformContext"> {
+export interface ReplayOptions
+  extends Omit<Partial<AgentLoopOptions>, "messages" | "systemPrompt" | "signal" | "transformContext">
+{
   /** Each replayed event, with its run's index (to show the replay as it goes). */
   readonly onEvent?: ((run: number, event: LoopEvent) => Effect.Effect<void>) | undefined
 }
