@@ -256,7 +256,8 @@ const divergenceOf = (answer: Answer, request: ModelRequest): string | undefined
     if (difference !== undefined) return difference
   }
   if (sent.length !== answer.before.length) {
-    return `the request has ${sent.length} message(s) after the model's last answer, the recording ${answer.before.length}`
+    return `the request has ${sent.length} message(s) after the model's last answer, ` +
+      `the recording ${answer.before.length}`
   }
   return undefined
 }

@@ -149,7 +149,7 @@ describe("replaying a recorded session", () => {
       assert.strictEqual(replayed[1]!.result.messages.length, replayed[0]!.result.messages.length + 6)
     }))
 
-  it.effect("a tool that now behaves differently makes the replay fail naming the run, the step and the difference", () =>
+  it.effect("a tool that behaves differently now fails the replay, naming the run, the step and the difference", () =>
     Effect.gen(function*() {
       const file = yield* recordSession(workspace(), session)
       const recording = yield* loadRecording(file).pipe(Effect.provide(NodeServices.layer))
@@ -211,7 +211,7 @@ describe("replaying a recorded session", () => {
       assert.strictEqual(replayed[1]!.result.messages.at(-1)!.role, "toolResult")
     }))
 
-  it.effect("the model layer alone: a run of your own gets the recorded answers, or an error naming the divergence", () =>
+  it.effect("the model layer alone: your run gets the recorded answers, or an error naming the divergence", () =>
     Effect.gen(function*() {
       const file = yield* recordSession(workspace(), session.slice(0, 1))
       const recording = yield* loadRecording(file).pipe(Effect.provide(NodeServices.layer))
