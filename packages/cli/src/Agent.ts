@@ -13,7 +13,7 @@ import * as nodePath from "node:path"
 import { makeApprovalPolicy, makePermissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
 import { CliError } from "./CliError.ts"
-import { knownContextWindow, makeCompactor, toolDefinitionsChars } from "./Compaction.ts"
+import { knownContextWindow, makeCompactor } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings, saveAllowRule } from "./Config.ts"
 import type { FlagSettings } from "./Config.ts"
@@ -298,28 +298,23 @@ const makeAgent = (
 
     const contextWindow = settings.contextWindow ??
       (settings.model === undefined ? undefined : knownContextWindow(settings.model))
-    // every request carries the tool definitions (and the final-answer tool with --output-schema)
-    const toolChars = () =>
-      toolDefinitionsChars([
-        ...Context.get(executor, Executor).definitions,
-        ...(options.output === undefined ? [] : [options.output.definition])
-      ])
+    // (the estimate counts the system prompt and the tool definitions each request carries)
     const compactor = makeCompactor({
       contextWindow,
-      systemPrompt: session.systemPrompt(),
-      toolChars,
       model: models.model,
       initial: lastCompaction(log),
       onCompact: (state, info) =>
         Effect.gen(function*() {
-          session.addUsage(info.usage)
+          // a run counts its compactions' usage itself; /compact is not in a run
+          if (!info.inRun) session.addUsage(info.usage)
           yield* session.append({
             type: "compaction",
             at: yield* Clock.currentTimeMillis,
             summarized: state.covered,
             kept: info.kept,
             summary: state.summary,
-            ...(info.usage === undefined ? {} : { usage: info.usage })
+            ...(info.usage === undefined ? {} : { usage: info.usage }),
+            ...(info.inRun ? { inRun: true } : {})
           })
           yield* renderer.line(
             style.dim(`⇢ compacted: ${state.covered} earlier message(s) summarised, ${info.kept} kept verbatim`)

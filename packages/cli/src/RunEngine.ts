@@ -138,9 +138,9 @@ export const withTurnStarts = (
   inputLength: number,
   emit: (event: RunEvent) => Effect.Effect<void>
 ): ContextTransform =>
-(messages) =>
+(messages, context) =>
   Effect.flatMap(
-    transform === undefined ? Effect.succeed(messages) : transform(messages),
+    transform === undefined ? Effect.succeed(messages) : transform(messages, context),
     (shaped) => Effect.as(emit({ type: "turn_start", step: stepOf(messages, inputLength) }), shaped)
   )
 

@@ -161,7 +161,8 @@ export const summarize = (id: string, records: ReadonlyArray<SessionRecord>): Se
       steps += r.steps ?? 0
       ended = r.reason
       usage = addUsage(usage, r.usage)
-    } else if (r.type === "compaction") {
+    } else if (r.type === "compaction" && r.inRun !== true) {
+      // a compaction in a run is in that run's usage already
       usage = addUsage(usage, r.usage)
     }
   }

@@ -1,5 +1,5 @@
 import { allow, decide, deny, Model, pairingViolations, parseTranscript, sessionRecordsOf } from "@agentloop/core"
-import type { Message, ModelRequest, ToolCall } from "@agentloop/core"
+import type { Message, ModelRequest, ToolCall, ToolDefinition, TurnContext } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Deferred, Duration, Effect, Fiber, Stream } from "effect"
 import { TestClock } from "effect/testing"
@@ -186,6 +186,15 @@ describe("compaction", () => {
     }
   })
 
+  /** What the loop tells a transform about a request carrying `tools`. */
+  const requestWith = (model: typeof Model.Service, tools: ReadonlyArray<ToolDefinition> = []): TurnContext => ({
+    model,
+    systemPrompt: "",
+    tools,
+    step: 1,
+    addUsage: () => Effect.void
+  })
+
   it.effect("past 75% of the window the older turns become one summary message; the latest stay verbatim", () =>
     Effect.gen(function*() {
       const requests: Array<ModelRequest> = []
@@ -206,17 +215,16 @@ describe("compaction", () => {
       const window = Math.ceil(estimateTokens(transcript) / 0.7)
       const compactor = makeCompactor({
         contextWindow: window,
-        systemPrompt: "",
         model,
         initial: undefined,
         onCompact: (state) => Effect.sync(() => void recorded.push(state.covered)),
         onError: () => Effect.die("no error expected")
       })
-      const small = yield* compactor.transform(transcript.slice(0, 5))
+      const small = yield* compactor.transform(transcript.slice(0, 5), requestWith(model))
       assert.deepStrictEqual(small, transcript.slice(0, 5), "under the threshold nothing changes")
       assert.strictEqual(requests.length, 0)
       const bigger = [...transcript, user("x".repeat(window * 2))]
-      const out = yield* compactor.transform(bigger)
+      const out = yield* compactor.transform(bigger, requestWith(model))
       assert.strictEqual(requests.length, 1)
       assert.strictEqual(recorded.length, 1)
       const summary = out[0]!
@@ -226,7 +234,7 @@ describe("compaction", () => {
       assert.deepStrictEqual(out.slice(1), bigger.slice(recorded[0]!))
       assert.deepStrictEqual(pairingViolations(out), [])
       // the next request reuses the summary without asking again while it fits
-      const again = yield* compactor.transform(bigger.slice(0, recorded[0]! + 1))
+      const again = yield* compactor.transform(bigger.slice(0, recorded[0]! + 1), requestWith(model))
       assert.strictEqual(again[0], summary)
       assert.strictEqual(requests.length, 1)
     }))
@@ -278,25 +286,37 @@ describe("compaction", () => {
         // the messages alone take 60% of the window: under 75%; with the tools, over it
         const window = Math.ceil(estimateTokens(transcript) / 0.6)
         assert.isAbove(estimateTokens(transcript, "", chars), window * 0.75)
-        const make = (toolChars: (() => number) | undefined) =>
+        const make = () =>
           makeCompactor({
             contextWindow: window,
-            systemPrompt: "",
-            toolChars,
             model,
             initial: undefined,
             onCompact: () => Effect.void,
             onError: () => Effect.die("no error expected")
           })
-        const without = yield* make(undefined).transform(transcript)
+        const without = yield* make().transform(transcript, requestWith(model))
         assert.deepStrictEqual(without, transcript, "without tools counted it fits")
         assert.strictEqual(requests.length, 0)
-        const withTools = yield* make(() => chars).transform(transcript)
+        const withTools = yield* make().transform(transcript, requestWith(model, tools))
         assert.strictEqual(requests.length, 1, "counted with its tools it is summarised")
         assert.isTrue(typeof withTools[0]!.content === "string" && withTools[0]!.content.startsWith(SUMMARY_HEADER))
         assert.deepStrictEqual(pairingViolations(withTools), [])
       })
   )
+})
+
+describe("a session's usage", () => {
+  it("counts a compaction in a run once (it is in the run's usage), and one outside a run (/compact) too", () => {
+    const usage = (input: number) => ({ input, output: 1 })
+    const summary = summarize("s", [
+      { type: "session", at: 1 },
+      { type: "run_start", at: 2, prompt: "go" },
+      { type: "compaction", at: 3, summarized: 2, usage: usage(10), inRun: true },
+      { type: "run_end", at: 4, reason: "stop", steps: 1, usage: usage(110) },
+      { type: "compaction", at: 5, summarized: 3, usage: usage(7) }
+    ])
+    assert.deepStrictEqual(summary.usage, { input: 117, output: 2, cacheRead: 0, cacheWrite: 0 })
+  })
 })
 
 describe("a durable run's part of the session, rebuilt after a restart", () => {

@@ -70,6 +70,12 @@ export interface LoadedTranscript {
   readonly messages: Array<Message>
   /** The application records (lines with a `type` field), in file order. */
   readonly records: Array<TranscriptRecord>
+  /**
+   * Where each record sits among the messages: `recordsAt[i]` is how many of `messages` come before
+   * `records[i]` in the file. A record among a batch's results (whose order loading may change)
+   * counts as after the whole batch.
+   */
+  readonly recordsAt: Array<number>
   /** The 1-based number of a torn last line that was ignored, when there was one. */
   readonly tornLine: number | undefined
   /** How many calls had no result in the file and were paired with a skipped result. */
@@ -93,6 +99,27 @@ const countResults = (messages: ReadonlyArray<Message>) => {
 }
 
 /**
+ * The position in `messages` (the checked transcript) of a record that followed `before` of the
+ * `raw` message lines: after the last of them (checking keeps each line's object, and may put a
+ * batch's results in another order or add skipped ones), past the rest of its batch.
+ */
+const positionsOf = (
+  raw: ReadonlyArray<unknown>,
+  messages: ReadonlyArray<Message>,
+  rawBefore: ReadonlyArray<number>
+): Array<number> => {
+  if (rawBefore.length === 0) return []
+  const indexOf = new Map<unknown, number>()
+  messages.forEach((m, i) => indexOf.set(m, i))
+  return rawBefore.map((before) => {
+    if (before === 0) return 0
+    let at = (indexOf.get(raw[before - 1]) ?? before - 1) + 1
+    while (at < messages.length && messages[at]!.role === "toolResult") at++
+    return at
+  })
+}
+
+/**
  * Parses the text of a transcript file (see the module's description of the format). `path` only
  * names the file in errors.
  *
@@ -111,6 +138,8 @@ export const parseTranscript = (
     const unterminated = last.length > 0
     const raw: Array<unknown> = []
     const records: Array<TranscriptRecord> = []
+    // how many message lines come before each record
+    const rawBefore: Array<number> = []
     let tornLine: number | undefined
     const count = lines.length + (unterminated ? 1 : 0)
     for (let i = 0; i < count; i++) {
@@ -128,8 +157,10 @@ export const parseTranscript = (
       }
       if (!isObject(value)) return fail(`line ${i + 1} is not a JSON object`)
       if ("role" in value) raw.push(value)
-      else if (typeof value.type === "string") records.push(value as TranscriptRecord)
-      else return fail(`line ${i + 1} is neither a message (no "role") nor a record (no "type")`)
+      else if (typeof value.type === "string") {
+        records.push(value as TranscriptRecord)
+        rawBefore.push(raw.length)
+      } else return fail(`line ${i + 1} is neither a message (no "role") nor a record (no "type")`)
     }
     const checked = prepareTranscript(raw)
     if (!checked.ok) return fail(`not a valid transcript: ${checked.error}`)
@@ -137,6 +168,7 @@ export const parseTranscript = (
     return Effect.succeed({
       messages,
       records,
+      recordsAt: positionsOf(raw, messages, rawBefore),
       tornLine,
       repaired: countResults(messages) - countResults(raw as ReadonlyArray<Message>)
     })

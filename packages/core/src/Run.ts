@@ -10,6 +10,7 @@ import { AbortSignalSchema } from "./Executor.ts"
 import { addUsageInto, positiveDuration } from "./internal/rules/common.ts"
 import { RunReason } from "./LoopEvent.ts"
 import { Message, Usage, UserMessage } from "./Message.ts"
+import type { Model, ToolDefinition } from "./Model.ts"
 import { isOutputInput } from "./Output.ts"
 import type { OutputInput, OutputSchema } from "./Output.ts"
 import type { ToolPolicy } from "./Policy.ts"
@@ -35,6 +36,40 @@ const UserMessageQueue = Schema.declare(
 export const DEFAULT_MAX_STEPS = 100
 
 const MaxSteps = Schema.Int.check(Schema.isGreaterThan(0))
+
+/**
+ * What a `transformContext` is told about the request it shapes, besides its messages: the run's
+ * model, system prompt and the tool definitions the request carries, the step the request will be,
+ * and a way to count what shaping it cost (a summarising request, see Compaction.ts) in the run's
+ * usage. Every engine gives the same: on a durable run the usage counted is recorded with the turn,
+ * so a resumed run counts it once.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TurnContext {
+  /** The model the run sends its requests to. */
+  readonly model: Model["Service"]
+  readonly systemPrompt: string | undefined
+  /** The tool definitions the request carries (the executor's, and a run's final-answer tool). */
+  readonly tools: ReadonlyArray<ToolDefinition>
+  /** The step the request will be: 1 for the run's first request. */
+  readonly step: number
+  /** Adds `usage` to the run's usage (`AgentRunResult.usage`). */
+  readonly addUsage: (usage: Usage) => Effect.Effect<void>
+}
+
+/**
+ * A run's `transformContext`: the messages of the next request, from the whole transcript. It may
+ * ignore its second argument.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ContextTransform = (
+  messages: ReadonlyArray<Message>,
+  context: TurnContext
+) => Effect.Effect<ReadonlyArray<Message>>
 
 /**
  * @since 0.1.0
@@ -70,11 +105,13 @@ export const AgentLoopOptions = Schema.Struct({
   /**
    * Shapes the messages of each request (pruning, compaction); the transcript keeps everything.
    * Its output is checked: messages that do not decode, or that split a call from its result, end
-   * the run `error` instead of being sent.
+   * the run `error` instead of being sent. It is told about the request (`TurnContext`): the run's
+   * model, system prompt and tools, and how to count usage it spends. `compaction` (Compaction.ts)
+   * is one.
    */
   transformContext: Schema.optionalKey(
     Schema.declare(
-      (u: unknown): u is (messages: ReadonlyArray<Message>) => Effect.Effect<ReadonlyArray<Message>> => isFunction(u),
+      (u: unknown): u is ContextTransform => isFunction(u),
       { expected: "a function from messages to an Effect of messages" }
     )
   ),

@@ -17,7 +17,7 @@
 import { Exit, Schema } from "effect"
 import { RunReason } from "./LoopEvent.ts"
 import { Usage, UserMessage } from "./Message.ts"
-import type { TranscriptRecord } from "./Persistence.ts"
+import type { LoadedTranscript, TranscriptRecord } from "./Persistence.ts"
 
 const At = Schema.Finite.annotate({ description: "epoch milliseconds" })
 
@@ -177,7 +177,9 @@ export type ApprovalRecord = typeof ApprovalRecord.Type
 
 /**
  * The transcript's first `summarized` messages were replaced by `summary` for the model; `kept`
- * messages stayed verbatim. `usage` is what the summarizing request cost.
+ * messages stayed verbatim. `usage` is what the summarizing request cost; `inRun`: the compaction
+ * shaped a run's request, so that usage is also in the run's `run_end` usage (count it once).
+ * Without it (`/compact`, or a file from before runs counted their compactions) it is in no run's.
  *
  * @since 0.1.0
  * @category schemas
@@ -188,7 +190,8 @@ export const CompactionRecord = Schema.Struct({
   summarized: Schema.optionalKey(Schema.Finite),
   kept: Schema.optionalKey(Schema.Finite),
   summary: Schema.optionalKey(UserMessage),
-  usage: Schema.optionalKey(Usage)
+  usage: Schema.optionalKey(Usage),
+  inRun: Schema.optionalKey(Schema.Boolean)
 })
 /**
  * @since 0.1.0
@@ -303,4 +306,52 @@ export const sessionRecordsOf = (records: ReadonlyArray<TranscriptRecord>): Arra
     if (decoded !== undefined && decoded.ok) out.push(decoded.record)
   }
   return out
+}
+
+/**
+ * One run of a session, as its file holds it: its `run_start` and `run_end` records and where its
+ * messages are in the transcript. The run's prompt is `messages[from]` (written right after its
+ * `run_start`); what the run added follows it, up to `to` (excluded).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionRun {
+  readonly start: RunStartRecord
+  /** The run's end; `undefined` when the file has none (a killed process, or a run still going). */
+  readonly end: RunEndRecord | undefined
+  /** The index of the run's prompt in the transcript: its input is `messages.slice(0, from + 1)`. */
+  readonly from: number
+  /** Where the run's messages end (at its `run_end`, the next run's start, or the transcript's end). */
+  readonly to: number
+}
+
+/**
+ * The runs of a session file, in file order, from what `parseTranscript` / `loadTranscript` read
+ * (its records, decoded as `sessionRecordsOf` does, and where they sit among the messages).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const sessionRunsOf = (
+  loaded: Pick<LoadedTranscript, "messages" | "records" | "recordsAt">
+): Array<SessionRun> => {
+  const runs: Array<{ start: RunStartRecord; end: RunEndRecord | undefined; from: number; to: number }> = []
+  let open: (typeof runs)[number] | undefined
+  loaded.records.forEach((raw, i) => {
+    const decoded = decodeSessionRecord(raw)
+    if (decoded === undefined || !decoded.ok) return
+    const at = loaded.recordsAt[i] ?? loaded.messages.length
+    const record = decoded.record
+    if (record.type === "run_start") {
+      if (open !== undefined) open.to = at
+      open = { start: record, end: undefined, from: at, to: loaded.messages.length }
+      runs.push(open)
+    } else if (record.type === "run_end" && open !== undefined) {
+      open.end = record
+      open.to = at
+      open = undefined
+    }
+  })
+  return runs
 }

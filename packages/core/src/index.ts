@@ -12,6 +12,7 @@
  */
 export * from "./AgentLoop.ts"
 export * from "./AgentRun.ts"
+export * from "./Compaction.ts"
 export * from "./Decision.ts"
 export * from "./Errors.ts"
 export * from "./EventSink.ts"

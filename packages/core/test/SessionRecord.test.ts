@@ -4,7 +4,13 @@
  * compaction, a model switch and a durable run) load: every record decodes, and the transcript
  * loads as core's parser reads it.
  */
-import { decodeSessionRecord, parseTranscript, sessionRecordsOf, sessionRecordTypes } from "@agentloop/core"
+import {
+  decodeSessionRecord,
+  parseTranscript,
+  sessionRecordsOf,
+  sessionRecordTypes,
+  sessionRunsOf
+} from "@agentloop/core"
 import type { SessionRecord, TranscriptRecord } from "@agentloop/core"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -56,4 +62,57 @@ describe("session records", () => {
     const decoded = decodeSessionRecord({ type: "turn_start", at: 1, step: 2, extra: { any: "thing" } })
     assert.isTrue(decoded?.ok)
   })
+})
+
+describe("a session's runs", () => {
+  it.effect("each run's prompt and messages are found, whatever order a batch's results were written in", () =>
+    Effect.gen(function*() {
+      const line = (value: unknown) => JSON.stringify(value)
+      const call = (id: string) => ({ type: "toolCall", id, name: "bash", arguments: {} })
+      const result = (id: string) => ({
+        role: "toolResult",
+        toolCallId: id,
+        toolName: "bash",
+        content: [{ type: "text", text: id }],
+        isError: false
+      })
+      const text = [
+        { type: "session", at: 1, version: 1 },
+        { type: "run_start", at: 2, prompt: "one" },
+        { role: "user", content: "one" },
+        { role: "assistant", content: [call("a"), call("b")], stopReason: "toolUse" },
+        { type: "tool_start", at: 3, toolCallId: "a", name: "bash" },
+        { type: "tool_start", at: 3, toolCallId: "b", name: "bash" },
+        { type: "tool_end", at: 4, toolCallId: "b" },
+        result("b"),
+        { type: "tool_end", at: 5, toolCallId: "a" },
+        result("a"),
+        { role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop" },
+        { type: "run_end", at: 6, reason: "stop", steps: 2 },
+        { type: "run_start", at: 7, prompt: "two" },
+        { role: "user", content: "two" },
+        // killed in the middle of a batch: c has no result (loading pairs it)
+        { role: "assistant", content: [call("c")], stopReason: "toolUse" },
+        { type: "tool_start", at: 8, toolCallId: "c", name: "bash" }
+      ].map(line).join("\n") + "\n"
+      const loaded = yield* parseTranscript(text)
+      assert.deepStrictEqual(loaded.messages.map((m) => m.role), [
+        "user",
+        "assistant",
+        "toolResult",
+        "toolResult",
+        "assistant",
+        "user",
+        "assistant",
+        "toolResult"
+      ])
+      // records among a batch's results count as after the batch
+      assert.deepStrictEqual(loaded.recordsAt, [0, 0, 4, 4, 4, 4, 5, 5, 8])
+      const runs = sessionRunsOf(loaded)
+      assert.deepStrictEqual(runs.map((r) => [r.start.prompt, r.from, r.to, r.end?.reason]), [
+        ["one", 0, 5, "stop"],
+        ["two", 5, 8, undefined]
+      ])
+      assert.strictEqual(loaded.messages[runs[1]!.from]!.role, "user")
+    }))
 })

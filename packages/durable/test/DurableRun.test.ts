@@ -1,4 +1,13 @@
-import { allow, ask, defineTool, deny, ModelError, ToolConcurrency } from "@agentloop/core"
+import {
+  allow,
+  ask,
+  compaction,
+  defineTool,
+  deny,
+  isCompactionSummary,
+  ModelError,
+  ToolConcurrency
+} from "@agentloop/core"
 import type { AgentRunResult, Message, ToolResultMessage } from "@agentloop/core"
 import { echoTool, fakeTool, makeGatedTool, probeTool, sleepingTool, toolCall, turn, user } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
@@ -180,6 +189,35 @@ describe("approvals", () => {
       assert.deepStrictEqual(yield* probe.executedIds, ["r1", "r2"]) // r1 and r2 ran once each across replays
       assert.strictEqual((yield* h.model.requests).length, 3) // no turn ran twice
       assert.deepStrictEqual(violationsOf(input, result, h.events, yield* h.model.requests), [])
+    }))
+
+  it.effect("a compaction's usage is counted once when the run wakes and its turns are replayed", () =>
+    Effect.gen(function*() {
+      const write = probeTool(echoTool("write"))
+      const input = [user(`task: ${"q".repeat(2000)}`), {
+        role: "assistant" as const,
+        content: [{ type: "text" as const, text: "noted" }],
+        stopReason: "stop" as const
+      }, user("now write it")]
+      const h = yield* makeHarness(
+        [
+          turn.text("SUMMARY", { input: 40, output: 4 }),
+          turn.toolCalls([toolCall("w1", "write")]),
+          turn.text("done", { input: 2, output: 1 })
+        ],
+        [write.tool],
+        { policy: () => ask, transformContext: compaction({ contextWindow: 400 }) }
+      )
+      const fiber = yield* runDurable({ runId: "cu", messages: input }).pipe(h.provide, Effect.forkChild)
+      yield* h.awaitEvent((e) => e.event.type === "approval_request")
+      yield* approve("cu", "w1", { approved: true }).pipe(h.provide)
+      const result = yield* Fiber.join(fiber)
+      assert.strictEqual(result.reason, "stop")
+      const requests = yield* h.model.requests
+      // one summarising request, then the run's two: none ran again on the wake
+      assert.strictEqual(requests.length, 3)
+      assert.isTrue(isCompactionSummary(requests[1]!.messages[0]!))
+      assert.deepStrictEqual(result.usage, { input: 42, output: 5, cacheRead: 0, cacheWrite: 0 })
     }))
 
   it.effect("listRuns shows each run started and where it is: waiting for an approval, then ended", () =>

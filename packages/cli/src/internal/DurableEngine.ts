@@ -96,11 +96,11 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
       const runner = yield* Ref.make<Runner | undefined>(undefined)
 
       // compaction for every run; a `turn_start` for the followed one's requests
-      const transformContext: ContextTransform = (messages) =>
+      const transformContext: ContextTransform = (messages, context) =>
         Effect.flatMap(Ref.get(followed), (run) =>
           run === undefined ?
-            options.transformContext(messages) :
-            withTurnStarts(options.transformContext, run.inputLength, run.emit)(messages))
+            options.transformContext(messages, context) :
+            withTurnStarts(options.transformContext, run.inputLength, run.emit)(messages, context))
 
       const policy: ToolPolicy = (call, definition) =>
         Effect.map(

@@ -17,7 +17,7 @@ import type { ModelRequest } from "../../Model.ts"
 import { DEFAULT_OUTPUT_RETRIES, isAcceptedAnswer, toOutputSchema } from "../../Output.ts"
 import type { ApprovalAnswer } from "../../Policy.ts"
 import { AgentRunResult, DEFAULT_MAX_STEPS, RunSettings } from "../../Run.ts"
-import type { AgentLoopOptions } from "../../Run.ts"
+import type { AgentLoopOptions, ContextTransform, TurnContext } from "../../Run.ts"
 import { RunControl } from "../../RunControl.ts"
 import type { RunControlShape } from "../../RunControl.ts"
 import { memoryJournal, RunJournal } from "../../RunJournal.ts"
@@ -144,12 +144,13 @@ const drain = (queue: Queue.Dequeue<UserMessage> | undefined): Effect.Effect<Rea
 
 /** The request's messages after `transformContext`, or why they cannot be sent. */
 const shapeContext = (
-  transform: NonNullable<AgentLoopOptions["transformContext"]>,
-  messages: ReadonlyArray<Message>
+  transform: ContextTransform,
+  messages: ReadonlyArray<Message>,
+  context: TurnContext
 ): Effect.Effect<
   { readonly ok: true; readonly messages: ReadonlyArray<Message> } | { readonly ok: false; readonly error: string }
 > =>
-  Effect.map(Effect.exit(Effect.suspend(() => transform(messages))), (exit) => {
+  Effect.map(Effect.exit(Effect.suspend(() => transform(messages, context))), (exit) => {
     if (Exit.isFailure(exit)) return { ok: false, error: `transformContext failed: ${describeCause(exit.cause)}` }
     const shaped = exit.value
     if (!Array.isArray(shaped)) {
@@ -281,6 +282,7 @@ const drive = (
       Effect.sync(() => {
         takeSteering(record.steering)
         state.steps++
+        addUsage(state, record.usage)
         if (record._tag === "Ended") {
           if (!record.requested) state.steps--
           return
@@ -327,14 +329,6 @@ const drive = (
         yield* appendUserMessages(emit, steering, "steering", () => takeSteering(steering))
       }
       if (state.steps >= maxSteps) return { _tag: "Ended", steering, requested: false, ending: { reason: "maxSteps" } }
-      let messages: ReadonlyArray<Message> | undefined
-      if (transformContext !== undefined) {
-        const shaped = yield* shapeContext(transformContext, state.transcript.slice())
-        if (!shaped.ok) {
-          return { _tag: "Ended", steering, requested: false, ending: { reason: "error", error: shaped.error } }
-        }
-        messages = shaped.messages
-      }
       const current = tools.definitions
       if (current !== definitions) {
         const changed = (answers === undefined ? undefined : nameTaken(answers, current)) ?? checkDefinitions(current)
@@ -343,6 +337,31 @@ const drive = (
         }
         definitions = current
         batch.definitions = new Map(current.map((d) => [d.name, d]))
+      }
+      let messages: ReadonlyArray<Message> | undefined
+      // what shaping this request cost: counted in the run's usage now, and kept in the turn's record
+      // so that a replayed journal counts it too (once)
+      let spent: UsageTotal | undefined
+      if (transformContext !== undefined) {
+        const context: TurnContext = {
+          model,
+          systemPrompt,
+          tools: definitions,
+          step: state.steps + 1,
+          addUsage: (usage) =>
+            Effect.sync(() => {
+              spent = addUsageInto(spent, usage)
+              addUsage(state, usage)
+            })
+        }
+        const shaped = yield* shapeContext(transformContext, state.transcript.slice(), context)
+        if (!shaped.ok) {
+          const ending: Ending = { reason: "error", error: shaped.error }
+          return spent === undefined ?
+            { _tag: "Ended", steering, requested: false, ending } :
+            { _tag: "Ended", steering, requested: false, ending, usage: spent }
+        }
+        messages = shaped.messages
       }
       state.steps++
       const request: ModelRequest = messages !== undefined ?
@@ -355,7 +374,10 @@ const drive = (
         Effect.withSpan(streamed, "agentloop.turn", { attributes: { "agentloop.step": state.steps } }) :
         streamed)
       if (turn._tag === "Ended") {
-        return { _tag: "Ended", steering, requested: true, ending: endingOf(turn.outcome) }
+        const ending = endingOf(turn.outcome)
+        return spent === undefined ?
+          { _tag: "Ended", steering, requested: true, ending } :
+          { _tag: "Ended", steering, requested: true, ending, usage: spent }
       }
       const message = turn.message
       const turnCalls = toolCallsOf(message)
@@ -375,7 +397,9 @@ const drive = (
           return Effect.forEach(skipped, (result) => emit({ type: "tool_end", result }), { discard: true })
         }))
       }
-      return { _tag: "Message", steering, message }
+      return spent === undefined
+        ? { _tag: "Message", steering, message }
+        : { _tag: "Message", steering, message, usage: spent }
     }
     const turnStep = () => Effect.gen(turnBody)
     // the in-memory journal's turns run inline, in this generator (see `memoryJournal`)

@@ -5,7 +5,7 @@
 import { Schema } from "effect"
 import { ModelErrorReason } from "../../Errors.ts"
 import { RunReason } from "../../LoopEvent.ts"
-import { AssistantMessage, ToolResultMessage, UserMessage } from "../../Message.ts"
+import { AssistantMessage, ToolResultMessage, Usage, UserMessage } from "../../Message.ts"
 
 /** How a run ends, as far as a step knows. */
 export const Ending = Schema.Struct({
@@ -18,10 +18,20 @@ export type Ending = typeof Ending.Type
 /**
  * A turn step (`turn/<n>`): the safe boundary before the request (the steering messages taken
  * there) and what the turn gave. `requested`: a model request was made (it counts as a step).
+ * `usage`: what shaping the request cost (`TurnContext.addUsage`, e.g. a compaction's summary).
  */
 export const TurnRecord = Schema.Union([
-  Schema.TaggedStruct("Ended", { steering: Schema.Array(UserMessage), requested: Schema.Boolean, ending: Ending }),
-  Schema.TaggedStruct("Message", { steering: Schema.Array(UserMessage), message: AssistantMessage })
+  Schema.TaggedStruct("Ended", {
+    steering: Schema.Array(UserMessage),
+    requested: Schema.Boolean,
+    ending: Ending,
+    usage: Schema.optionalKey(Usage)
+  }),
+  Schema.TaggedStruct("Message", {
+    steering: Schema.Array(UserMessage),
+    message: AssistantMessage,
+    usage: Schema.optionalKey(Usage)
+  })
 ])
 export type TurnRecord = typeof TurnRecord.Type
 
