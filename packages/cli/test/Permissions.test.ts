@@ -21,7 +21,7 @@ describe("permission rules", () => {
     }
   })
 
-  it("bash(npm test*) allows npm test and its variants, not npm test; rm x nor anything hiding a second command", async () => {
+  it("bash(npm test*) allows npm test and its variants, not npm test; rm x nor a hidden second command", async () => {
     const r = rules(["bash(npm test*)", "bash(git status)"])
     for (
       const ok of [
