@@ -10,7 +10,8 @@ import type { AgentRunResult, Message, OutputSchema, ToolCall, Usage } from "@ag
 import { Clock, Context, Deferred, Effect, Layer, Option, Scope } from "effect"
 import { readFileSync } from "node:fs"
 import * as nodePath from "node:path"
-import { makeApprovalPolicy, makePermissions } from "./Approvals.ts"
+import { makeApprovalPolicy, makePermissions, modeSection } from "./Approvals.ts"
+import type { Permissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
 import { CliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor } from "./Compaction.ts"
@@ -27,6 +28,7 @@ import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
 import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
+import { PERMISSION_MODES } from "./Permissions.ts"
 import type { PermissionMode } from "./Permissions.ts"
 import { makeRenderer } from "./Renderer.ts"
 import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
@@ -112,6 +114,8 @@ interface Agent {
   readonly compactNow: Effect.Effect<void>
   readonly clear: Effect.Effect<void>
   readonly setModel: (name: string) => Effect.Effect<void, CliError>
+  /** The session's permission mode and rules (`/mode` switches the mode). */
+  readonly permissions: Permissions
   readonly describe: () => string
   readonly cost: () => string
   readonly sessionFile: () => string
@@ -398,7 +402,7 @@ const makeAgent = (
         for (const note of attached.notes) yield* renderer.line(style.dim(stripControl(note)))
         const run = yield* session.startRun(prompt, attached.content, engine.runIdOf)
         const result = yield* runOn({
-          systemPrompt: session.systemPrompt(),
+          systemPrompt: session.systemPrompt() + modeSection(permissions.mode),
           messages: run.input,
           maxSteps: settings.maxSteps,
           output: options.output,
@@ -423,7 +427,7 @@ const makeAgent = (
         style.dim(`↻ resuming the durable run ${run.runId}: ${stripControl(run.prompt).slice(0, 80)}`)
       )
       return yield* runOn({
-        systemPrompt: session.systemPrompt(),
+        systemPrompt: session.systemPrompt() + modeSection(permissions.mode),
         messages: found.input,
         maxSteps: settings.maxSteps,
         output: options.output,
@@ -453,6 +457,7 @@ const makeAgent = (
         permissions.session.length = 0
         out(`${style.dim(`new session ${session.log().id}`)}\n`)
       }),
+      permissions,
       setModel: (name) =>
         Effect.gen(function*() {
           yield* models.set(name)
@@ -561,6 +566,7 @@ const HELP = [
   "/cost            tokens and money of the last run and of the session",
   "/compact         summarise older turns now (the session file keeps everything)",
   "/model NAME      switch the model (same provider)",
+  "/mode [MODE]     show or switch the permission mode: ask, accept-edits, read-only (plan), yes",
   "/clear           start a new session",
   "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
   "/edit            write the message in $EDITOR (Ctrl-G too)",
@@ -615,6 +621,12 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
           if (result?.reason === "stop") {
             out(`${style.dim("AGENTS.md is read when a session starts: /clear starts one that has it")}\n`)
           }
+        } else if (command === "/mode") {
+          if (arg.length === 0) out(`mode: ${agent.permissions.mode} (${PERMISSION_MODES.join(", ")})\n`)
+          else if ((PERMISSION_MODES as ReadonlyArray<string>).includes(arg)) {
+            agent.permissions.mode = arg as PermissionMode
+            out(`${style.dim(`mode: ${arg}`)}\n`)
+          } else out(`unknown mode ${stripControl(arg)} (${PERMISSION_MODES.join(", ")})\n`)
         } else if (command === "/model") {
           if (arg.length === 0) out(`${agent.describe()}\n`)
           else yield* agent.setModel(arg).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))

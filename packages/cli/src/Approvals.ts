@@ -87,6 +87,20 @@ export const READ_ONLY_REASON = "the session is in read-only mode (plan): only r
   "find, ls); describe the change you would make instead, and the user can switch modes to let it run"
 
 /**
+ * What the system prompt says of the mode, for the modes the model must know about (read-only:
+ * it plans instead of changing things); empty for the others.
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const modeSection = (mode: PermissionMode): string =>
+  mode === "read-only" ?
+    "\n\n# Permission mode: read-only (plan)\n\nOnly read-only tools run now (read, grep, find, ls); calls of other " +
+    "tools are refused. Investigate, then describe the plan or the change you would make; the user switches " +
+    "modes to let changes run." :
+    ""
+
+/**
  * What the mode and the rules decide about a call before anyone is asked (the decision is
  * recorded), or that it must be asked (with why, when a deny rule may match).
  *

@@ -1,6 +1,18 @@
 import { assert, describe, it } from "@effect/vitest"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
 import { checkRules, parseRule, readRules, RuleError, suggestBashRules } from "../src/Permissions.ts"
 import type { PermissionRules } from "../src/Permissions.ts"
+import {
+  jsonLines,
+  makeWorkspace,
+  providerFlags,
+  scriptServer,
+  sessionFiles,
+  startCli,
+  testEnv
+} from "./helpers/agent.ts"
+import type { Running } from "./helpers/agent.ts"
 
 const rules = (allow: ReadonlyArray<string>, deny: ReadonlyArray<string> = []): PermissionRules => {
   const read = readRules({ allow, deny }, "test config")
@@ -117,4 +129,96 @@ describe("permission rules", () => {
       assert.deepStrictEqual(await suggestBashRules(c), { exact: [], prefix: undefined }, c)
     }
   })
+})
+
+/** Types a line into the terminal once `marker` has appeared after `from`. */
+const answer = async (cli: Running, marker: string | RegExp, line: string, from = 0) => {
+  await cli.waitFor(marker, 90_000, from)
+  const at = cli.output().length
+  cli.write(`${line}\r`)
+  return at
+}
+
+/** The text of the last tool result a request sends (OpenAI's format). */
+const lastToolResult = (body: Record<string, unknown>): string => {
+  const messages = body["messages"] as Array<{ role: string; content: unknown }>
+  return JSON.stringify(messages.filter((m) => m.role === "tool").at(-1)?.content)
+}
+
+describe("permissions in chat (in a pseudo-terminal)", () => {
+  it(
+    "a rule runs npm test unasked but asks for npm test; rm x; a deny rule refuses; read-only plans; accept-edits " +
+      "writes unasked and bash asks; p! saves the rule",
+    async () => {
+      const ws = makeWorkspace()
+      writeFileSync(join(ws, "package.json"), JSON.stringify({ scripts: { test: "echo TESTS-RAN" } }))
+      writeFileSync(join(ws, "x"), "keep me\n")
+      mkdirSync(join(ws, ".agentloop"))
+      writeFileSync(
+        join(ws, ".agentloop", "config.json"),
+        JSON.stringify({ permissions: { allow: ["bash(npm test*)"], deny: ["bash(rm -rf *)"] } })
+      )
+      const server = await scriptServer([
+        { calls: [{ id: "t1", name: "bash", args: { command: "npm test" } }] },
+        { calls: [{ id: "t2", name: "bash", args: { command: "npm test; rm x" } }] },
+        { calls: [{ id: "t3", name: "bash", args: { command: "rm -rf build" } }] },
+        { text: "first done" },
+        // read-only: write refused, read runs
+        { calls: [{ id: "r1", name: "write", args: { path: "plan.txt", content: "no\n" } }] },
+        { calls: [{ id: "r2", name: "read", args: { path: "x" } }] },
+        { text: "planned" },
+        // accept-edits: the write runs unasked, bash asks
+        { calls: [{ id: "e1", name: "write", args: { path: "made.txt", content: "yes\n" } }] },
+        { calls: [{ id: "e2", name: "bash", args: { command: "touch z" } }] },
+        { text: "edited" }
+      ])
+      try {
+        const cli = startCli(["chat", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+        let at = await answer(cli, "/help for commands", "go")
+        at = await answer(cli, "allow?", "n not that", at)
+        await cli.waitFor("first done", 90_000, at)
+        assert.include(cli.output(), "$ npm test; rm x", "the second command was shown before asking")
+        at = await answer(cli, "first done", "/mode read-only", at)
+        at = await answer(cli, "mode: read-only", "plan it", at)
+        await cli.waitFor("planned", 90_000, at)
+        at = await answer(cli, "planned", "/mode accept-edits", at)
+        at = await answer(cli, "mode: accept-edits", "edit it", at)
+        at = await answer(cli, "allow?", "p!", at)
+        await cli.waitFor("edited", 90_000, at)
+        cli.write("/exit\r")
+        assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
+
+        const bodies = server.bodies.map((b) => b.body)
+        assert.include(lastToolResult(bodies[1]!), "TESTS-RAN", "npm test ran by the rule")
+        assert.include(lastToolResult(bodies[2]!), "the user denied this call: not that")
+        assert.include(lastToolResult(bodies[3]!), "denied by the permission rule bash(rm -rf *)")
+        assert.strictEqual(readFileSync(join(ws, "x"), "utf8"), "keep me\n")
+        assert.include(JSON.stringify(bodies[4]!["messages"]), "Permission mode: read-only")
+        assert.include(lastToolResult(bodies[5]!), "read-only mode")
+        assert.isFalse(existsSync(join(ws, "plan.txt")))
+        assert.include(lastToolResult(bodies[6]!), "keep me", "read runs in read-only mode")
+        assert.strictEqual(readFileSync(join(ws, "made.txt"), "utf8"), "yes\n")
+        assert.isTrue(existsSync(join(ws, "z")), "touch ran after p!")
+        const saved = JSON.parse(readFileSync(join(ws, ".agentloop", "config.json"), "utf8"))
+        assert.deepStrictEqual(saved.permissions, {
+          allow: ["bash(npm test*)", "bash(touch z*)"],
+          deny: ["bash(rm -rf *)"]
+        })
+        const records = jsonLines(sessionFiles(ws)[0]!).filter((r) => r["type"] === "approval")
+        assert.deepStrictEqual(records.map((r) => [r["toolCallId"], r["decision"], r["by"], r["mode"]]), [
+          ["t1", "approved", "rule", undefined],
+          ["t2", "denied", "user", undefined],
+          ["t3", "denied", "rule", undefined],
+          ["r1", "denied", "mode", "read-only"],
+          ["e1", "approved", "mode", "accept-edits"],
+          ["e2", "always", "user", undefined]
+        ])
+        assert.strictEqual(records[0]!["rule"], `bash(npm test*) (${join(ws, ".agentloop", "config.json")})`)
+        assert.strictEqual(records[5]!["rule"], "bash(touch z*) (.agentloop/config.json)")
+      } finally {
+        await server.close()
+      }
+    },
+    240_000
+  )
 })
