@@ -28,6 +28,7 @@ import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
 import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
+import { eventLine, makeJsonRenderer, resultLine } from "./JsonOutput.ts"
 import { PERMISSION_MODES } from "./Permissions.ts"
 import type { PermissionMode } from "./Permissions.ts"
 import { makeRenderer } from "./Renderer.ts"
@@ -119,6 +120,8 @@ interface Agent {
   readonly describe: () => string
   readonly cost: () => string
   readonly sessionFile: () => string
+  /** The session's id, provider and model (for `run --json`'s first line). */
+  readonly sessionInfo: () => { readonly id: string; readonly provider?: string; readonly model?: string }
 }
 
 const lastCompaction = (log: SessionLog): CompactionState | undefined => {
@@ -202,13 +205,17 @@ const makeAgent = (
     readonly output?: OutputSchema<unknown> | undefined
     /** `chat`: Ctrl-D while a run works leaves; the prompt history is used. */
     readonly chat?: boolean
+    /** `run --json`: the events as JSON lines on stdout (`JsonOutput.ts`); the rest goes to stderr. */
+    readonly json?: boolean
+    /** `run --quiet`: no progress at all; errors still go to stderr. */
+    readonly quiet?: boolean
   } = {}
 ): Effect.Effect<Agent, CliError, Scope.Scope> =>
   Effect.gen(function*() {
     const root = yield* workspaceOf(flags.workspace)
     const scope = yield* Effect.scope
     // what the run shows goes to stdout, or to stderr when stdout is kept for a typed answer
-    const display = options.output === undefined ? process.stdout : process.stderr
+    const display = options.output === undefined && options.json !== true ? process.stdout : process.stderr
     const style = makeStyle(wantsColor(display.isTTY, process.env))
     const errStyle = makeStyle(wantsColor(process.stderr.isTTY, process.env))
     // (the controller shows no notice once the output is gone)
@@ -220,7 +227,7 @@ const makeAgent = (
       if (controller.outputClosed() || stream.destroyed) return
       stream.write(text)
     }
-    const out = safeWrite(display)
+    const out = options.quiet === true ? () => {} : safeWrite(display)
     const err = safeWrite(process.stderr)
     const settings = yield* resolveSettings(flags, root, process.env).pipe(
       Effect.mapError((e) => new CliError(e.message))
@@ -240,7 +247,14 @@ const makeAgent = (
         new CliError(e._tag === "PlatformError" ? `cannot open the workspace ${root}: ${e.message}` : e.message)
       )
     )
-    const renderer = yield* makeRenderer({ write: out, style, live: display.isTTY === true, columns: display.columns })
+    const renderer = options.json === true ?
+      makeJsonRenderer(safeWrite(process.stdout), out) :
+      yield* makeRenderer({
+        write: out,
+        style,
+        live: display.isTTY === true && options.quiet !== true,
+        columns: display.columns
+      })
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
     // the prompt history of this project, for chat on a terminal
     const history = options.chat === true && process.stdin.isTTY === true
@@ -386,7 +400,11 @@ const makeAgent = (
           (event) =>
             Effect.andThen(
               session.record(messages)(event),
-              event.type === "turn_start" ? Effect.void : renderer.render(event)
+              event.type !== "turn_start" ?
+                renderer.render(event) :
+                options.json === true ?
+                Effect.sync(() => safeWrite(process.stdout)(`${eventLine(event)}\n`)) :
+                Effect.void
             )
         )
         if (result === undefined) return undefined
@@ -476,7 +494,15 @@ const makeAgent = (
             : `\ncontext window: ${formatTokens(contextWindow)} tokens (compaction at 75%)`
         }`
       },
-      sessionFile: () => session.log().file
+      sessionFile: () => session.log().file,
+      sessionInfo: () => {
+        const model = models.name()
+        return {
+          id: session.log().id,
+          ...(settings.provider === undefined ? {} : { provider: settings.provider }),
+          ...(model === undefined ? {} : { model })
+        }
+      }
     } satisfies Agent
   })
 
@@ -500,10 +526,20 @@ export const runCommand = (
     readonly outputSchema: Option.Option<string>
     /** `--image FILE`, repeatable: images in the workspace sent with the task. */
     readonly image: ReadonlyArray<string>
+    /** `--json`: the events as JSON lines on stdout (see `JsonOutput.ts`). */
+    readonly json?: boolean | undefined
+    /** `--quiet`: no progress; only the final answer on stdout, errors on stderr. */
+    readonly quiet?: boolean | undefined
   }
 ): Effect.Effect<void> =>
   Effect.scoped(Effect.gen(function*() {
-    if (flags.task.trim().length === 0) return yield* Effect.fail(new CliError("the task is empty"))
+    // `agentloop run -`: the task is stdin's text
+    if (flags.task === "-") flags = { ...flags, task: yield* readStdin }
+    if (flags.task.trim().length === 0) {
+      return yield* Effect.fail(
+        new CliError(flags.task.length === 0 ? "the task is empty" : "the task is empty (only spaces)")
+      )
+    }
     const output = Option.isSome(flags.outputSchema) ? yield* readOutputSchema(flags.outputSchema.value) : undefined
     // --durable: the same command again resumes the run it started, when that was interrupted
     let sameTask = false
@@ -515,8 +551,16 @@ export const runCommand = (
         sameTask = true
       }
     }
-    const agent = yield* makeAgent(flags, { output })
+    const json = flags.json === true
+    const quiet = flags.quiet === true
+    const agent = yield* makeAgent(flags, { output, json, quiet })
     const { style } = agent
+    if (json && !agent.controller.outputClosed()) {
+      const info = agent.sessionInfo()
+      process.stdout.write(
+        `${JSON.stringify({ v: 1, type: "session", ...info, file: agent.sessionFile(), workspace: agent.root })}\n`
+      )
+    }
     agent.out(
       `${style.bold("agentloop")} ${
         style.dim(`${agent.describe()} · ${agent.root} · session ${agent.sessionFile()}`)
@@ -535,17 +579,55 @@ export const runCommand = (
     if (result.reason !== "stop" && !agent.controller.outputClosed()) {
       agent.err(`run ended: ${result.reason}${result.error === undefined ? "" : ` (${stripControl(result.error)})`}`)
     }
-    if (output !== undefined && code === 0) {
+    if (output !== undefined && code === 0 && result.output === undefined) {
+      agent.err("the run ended without a final answer")
+      code = 1
+    }
+    if (agent.controller.outputClosed()) {
+      // nothing more is written
+    } else if (json) {
+      process.stdout.write(`${
+        resultLine({
+          reason: result.reason,
+          steps: result.steps,
+          usage: result.usage ?? { input: 0, output: 0 },
+          exitCode: code,
+          error: result.error,
+          output: result.output
+        })
+      }\n`)
+    } else if (output !== undefined && code === 0) {
       // the typed answer, alone on stdout
-      if (result.output === undefined) {
-        agent.err("the run ended without a final answer")
-        code = 1
-      } else if (!agent.controller.outputClosed()) {
-        process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`)
-      }
+      process.stdout.write(`${JSON.stringify(result.output, null, 2)}\n`)
+    } else if (quiet && result.reason === "stop") {
+      // the final answer, alone on stdout
+      // (model text, so no control sequences reach the terminal)
+      const text = stripControl(finalText(result.messages))
+      if (text.length > 0) process.stdout.write(text.endsWith("\n") ? text : `${text}\n`)
     }
     process.exitCode = code
   })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
+
+/** stdin's whole text (`agentloop run -`). */
+const readStdin: Effect.Effect<string, CliError> = Effect.tryPromise({
+  try: async () => {
+    const chunks: Array<Buffer> = []
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+    return Buffer.concat(chunks).toString("utf8")
+  },
+  catch: (e) => new CliError(`cannot read the task from stdin: ${(e as Error).message}`)
+})
+
+/** The text of the run's last assistant message. */
+const finalText = (messages: ReadonlyArray<Message>): string => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!
+    if (m.role === "assistant") {
+      return m.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
+    }
+  }
+  return ""
+}
 
 /** The latest session whose durable run of `task` did not end (a process killed or stopped while it ran). */
 const interruptedTask = (root: string, task: string) =>

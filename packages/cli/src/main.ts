@@ -180,7 +180,19 @@ const run = Command.make("run", {
     ),
     Flag.atLeast(0)
   ),
-  task: Argument.String("task")
+  json: Flag.Boolean("json").pipe(
+    Flag.withDescription(
+      "print one JSON object per line on stdout: a session line, each event of the run, and a result line last " +
+        "(schema version 1, documented in the README's Scripting section); everything else goes to stderr"
+    ),
+    Flag.withDefault(false)
+  ),
+  quiet: Flag.Boolean("quiet").pipe(
+    Flag.withAlias("q"),
+    Flag.withDescription("no progress: only the final answer on stdout (errors still on stderr)"),
+    Flag.withDefault(false)
+  ),
+  task: Argument.String("task").pipe(Argument.withDescription("the task; - reads it from stdin"))
 }, lazy(() => import("./Agent.ts"), (m) => m.runCommand)).pipe(
   Command.withDescription(
     "Run one task in the current folder and exit: 0 when the model finished, non-zero naming the reason otherwise. " +
