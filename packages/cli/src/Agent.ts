@@ -26,7 +26,8 @@ import { attach } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
-import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
+import { makeModelSwitch, modelsOverview, THINKING_LEVELS, toolsLayer, workspaceOf } from "./internal/Setup.ts"
+import type { Thinking } from "./internal/Setup.ts"
 import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
 import { eventLine, makeJsonRenderer, resultLine } from "./JsonOutput.ts"
 import { PERMISSION_MODES } from "./Permissions.ts"
@@ -77,6 +78,20 @@ export interface AgentFlags extends FlagSettings {
   readonly durable: boolean
 }
 
+/**
+ * The context the last request filled: its input (cached or not) plus its answer, from the last
+ * assistant message's usage (what the next request starts from); undefined when none reported it.
+ */
+const contextUsed = (messages: ReadonlyArray<Message>): number | undefined => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!
+    if (m.role === "assistant" && m.usage !== undefined) {
+      return m.usage.input + (m.usage.cacheRead ?? 0) + (m.usage.cacheWrite ?? 0) + m.usage.output
+    }
+  }
+  return undefined
+}
+
 const formatTokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n))
 
 /**
@@ -115,6 +130,10 @@ interface Agent {
   readonly compactNow: Effect.Effect<void>
   readonly clear: Effect.Effect<void>
   readonly setModel: (name: string) => Effect.Effect<void, CliError>
+  /** `/model` alone: the model in use, the provider's list, the known models. */
+  readonly listModels: Effect.Effect<string>
+  /** `/thinking LEVEL`. */
+  readonly setThinking: (level: Thinking) => Effect.Effect<void, CliError>
   /** The session's permission mode and rules (`/mode` switches the mode). */
   readonly permissions: Permissions
   readonly describe: () => string
@@ -410,7 +429,15 @@ const makeAgent = (
         if (result === undefined) return undefined
         yield* session.endRun(result, request.runId)
         const usage = session.usage()
-        out(`${style.dim(`  usage: ${describeUsage(usage.last)} · session: ${describeUsage(usage.session)}`)}\n`)
+        const context = contextUsed(result.messages)
+        const window = contextWindow === undefined || context === undefined ?
+          "" :
+          ` · context: ${formatTokens(context)} of ${formatTokens(contextWindow)} (${
+            Math.round(context / contextWindow * 100)
+          }%)`
+        out(
+          `${style.dim(`  usage: ${describeUsage(usage.last)} · session: ${describeUsage(usage.session)}${window}`)}\n`
+        )
         return result
       })
 
@@ -476,6 +503,12 @@ const makeAgent = (
         out(`${style.dim(`new session ${session.log().id}`)}\n`)
       }),
       permissions,
+      listModels: modelsOverview(models),
+      setThinking: (level) =>
+        Effect.gen(function*() {
+          yield* models.setThinking(level)
+          out(`${style.dim(`thinking: ${level}`)}\n`)
+        }).pipe(Scope.provide(scope)),
       setModel: (name) =>
         Effect.gen(function*() {
           yield* models.set(name)
@@ -483,8 +516,8 @@ const makeAgent = (
           out(`${style.dim(`model: ${name}`)}\n`)
         }).pipe(Scope.provide(scope)),
       describe: () =>
-        `${settings.provider ?? "?"} ${models.name() ?? ""}${
-          settings.baseUrl === undefined ? "" : ` at ${settings.baseUrl}`
+        `${models.provider() ?? "?"} ${models.name() ?? ""}${
+          models.settings().baseUrl === undefined ? "" : ` at ${models.settings().baseUrl}`
         }`,
       cost: () => {
         const usage = session.usage()
@@ -647,7 +680,8 @@ const HELP = [
   "/help            this list",
   "/cost            tokens and money of the last run and of the session",
   "/compact         summarise older turns now (the session file keeps everything)",
-  "/model NAME      switch the model (same provider)",
+  "/model [NAME]    list the models, or switch (PROVIDER:NAME switches provider too)",
+  "/thinking LEVEL  the model's thinking: off, low, medium, high",
   "/mode [MODE]     show or switch the permission mode: ask, accept-edits, read-only (plan), yes",
   "/clear           start a new session",
   "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
@@ -709,8 +743,13 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
             agent.permissions.mode = arg as PermissionMode
             out(`${style.dim(`mode: ${arg}`)}\n`)
           } else out(`unknown mode ${stripControl(arg)} (${PERMISSION_MODES.join(", ")})\n`)
+        } else if (command === "/thinking") {
+          if (arg.length === 0) out(`thinking levels: ${THINKING_LEVELS.join(", ")}\n`)
+          else if ((THINKING_LEVELS as ReadonlyArray<string>).includes(arg)) {
+            yield* agent.setThinking(arg as Thinking).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+          } else out(`unknown level ${stripControl(arg)} (${THINKING_LEVELS.join(", ")})\n`)
         } else if (command === "/model") {
-          if (arg.length === 0) out(`${agent.describe()}\n`)
+          if (arg.length === 0) out(`${yield* agent.listModels}\n`)
           else yield* agent.setModel(arg).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
         } else out(`unknown command ${command} (/help)\n`)
         continue

@@ -18,7 +18,7 @@ import { Duration as EffectDuration, Effect, Option, Schema } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
-import { PROVIDER_NAMES } from "./internal/Names.ts"
+import { PROVIDER_NAMES, THINKING_LEVELS } from "./internal/Names.ts"
 import { PERMISSION_MODES, readRules, RuleError } from "./Permissions.ts"
 import type { PermissionMode, PermissionRules } from "./Permissions.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
@@ -37,6 +37,10 @@ export const ProviderName = Schema.Literals(PROVIDER_NAMES)
 export type ProviderName = typeof ProviderName.Type
 
 const Positive = Schema.Int.check(Schema.isGreaterThan(0))
+const ProviderPlace = Schema.Struct({
+  baseUrl: Schema.optionalKey(Schema.String),
+  apiKeyEnv: Schema.optionalKey(Schema.String)
+})
 const Duration = Schema.Union([Schema.Finite, Schema.String])
 
 /**
@@ -66,6 +70,16 @@ export const ConfigFile = Schema.Struct({
   mcpServers: Schema.optionalKey(Schema.Unknown),
   promptCaching: Schema.optionalKey(Schema.Boolean),
   approvalTimeout: Schema.optionalKey(Duration),
+  /**
+   * Where each provider is, for `/model PROVIDER:NAME` switching to one that is not the session's:
+   * `{ "anthropic": { "baseUrl": "…", "apiKeyEnv": "…" } }` (default: the provider's own API and key).
+   */
+  providers: Schema.optionalKey(Schema.Struct({
+    "openai-compat": Schema.optionalKey(ProviderPlace),
+    anthropic: Schema.optionalKey(ProviderPlace)
+  })),
+  /** The model's thinking (reasoning) level: `off`, `low`, `medium`, `high`. */
+  thinking: Schema.optionalKey(Schema.Literals(THINKING_LEVELS)),
   /** The permission mode and rules (see `Permissions.ts`): rules of both files apply, the project's mode first. */
   permissions: Schema.optionalKey(Schema.Struct({
     mode: Schema.optionalKey(Schema.Literals(PERMISSION_MODES)),
@@ -151,6 +165,8 @@ export interface FlagSettings {
   readonly systemPrompt: Option.Option<string>
   /** `--mode MODE` (`--yes` is `--mode yes`). */
   readonly mode?: Option.Option<PermissionMode> | undefined
+  /** `--thinking LEVEL`. */
+  readonly thinking?: Option.Option<(typeof THINKING_LEVELS)[number]> | undefined
 }
 
 /**
@@ -184,6 +200,12 @@ export interface Settings {
   readonly promptCaching: boolean | undefined
   /** A question for approval not answered within this time is answered denied; undefined: no limit. */
   readonly approvalTimeout: EffectDuration.Duration | undefined
+  /** Where the other providers are (the config's `providers`), for switching to one. */
+  readonly providers: {
+    readonly [P in "openai-compat" | "anthropic"]?: { readonly baseUrl?: string; readonly apiKeyEnv?: string }
+  }
+  /** The thinking level (`--thinking`, the config's `thinking`); undefined: off. */
+  readonly thinking: (typeof THINKING_LEVELS)[number] | undefined
   /** The permission mode the flags or a config file name; undefined: `ask`. */
   readonly permissionMode: PermissionMode | undefined
   /** The permission rules of every config file found, each with its file. */
@@ -300,6 +322,10 @@ export const resolveSettings = (
         Option.isSome(flags.approvalTimeout) ? flags.approvalTimeout.value : fromFiles("approvalTimeout"),
         Option.isSome(flags.approvalTimeout) ? "--approval-timeout" : "approvalTimeout"
       ),
+      providers: fromFiles("providers") ?? {},
+      thinking: flags.thinking !== undefined && Option.isSome(flags.thinking)
+        ? flags.thinking.value
+        : fromFiles("thinking"),
       permissionMode: flags.mode !== undefined && Option.isSome(flags.mode) ?
         flags.mode.value :
         fromFiles("permissions")?.mode ??

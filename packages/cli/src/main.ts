@@ -9,7 +9,7 @@
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Option } from "effect"
 import { Argument, CliOutput, Command, Flag } from "effect/cli"
-import { PERMISSION_MODES, PROVIDER_NAMES } from "./internal/Names.ts"
+import { PERMISSION_MODES, PROVIDER_NAMES, THINKING_LEVELS } from "./internal/Names.ts"
 import { cliLoggerLayer } from "./Logs.ts"
 import { stripControl } from "./Sanitize.ts"
 
@@ -131,6 +131,13 @@ const agentFlags = {
     Flag.withAlias("y"),
     Flag.withDescription("allow every tool call without asking, except what a deny rule names (--mode yes)"),
     Flag.withDefault(false)
+  ),
+  thinking: Flag.Literals("thinking", THINKING_LEVELS).pipe(
+    Flag.withDescription(
+      "the model's thinking: off (default), low, medium, high: Anthropic's extended thinking (a budget of 2048, " +
+        "8192 or 24576 tokens) or OpenAI's reasoning_effort"
+    ),
+    Flag.optional
   ),
   mode: Flag.Literals("mode", PERMISSION_MODES).pipe(
     Flag.withDescription(

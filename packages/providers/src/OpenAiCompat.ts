@@ -60,6 +60,9 @@ export const OPENAI_BASE_URL = "https://api.openai.com/v1"
  *   key unless one is passed here, so a local server never receives your OpenAI key.
  * - `maxTokens`: the output budget, sent as `maxTokensField` (default: `max_completion_tokens`
  *   for OpenAI's host, which newer models require, `max_tokens` elsewhere).
+ * - `reasoningEffort`: `low`, `medium` or `high`, sent as `reasoning_effort` (OpenAI's reasoning
+ *   models, and servers that take the same field); left out by default. A model that does not
+ *   reason answers with an error naming the field.
  * - `temperature`, `headers` (extra request headers, e.g. `OpenAI-Organization`, or Azure's
  *   `api-key`), `includeUsage` (send `stream_options.include_usage`, default true: turn it off
  *   for servers that reject it), `retry`.
@@ -78,6 +81,7 @@ export interface OpenAiCompatOptions {
   readonly maxTokens?: number | undefined
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
   readonly temperature?: number | undefined
+  readonly reasoningEffort?: "low" | "medium" | "high" | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
   readonly includeUsage?: boolean | undefined
   readonly retry?: RetryOptions | undefined
@@ -106,6 +110,10 @@ export const makeOpenAiCompat = (
         message: "maxTokensField must be \"max_tokens\" or \"max_completion_tokens\""
       })
     }
+    const effort = options.reasoningEffort
+    if (effort !== undefined && effort !== "low" && effort !== "medium" && effort !== "high") {
+      return yield* new ProviderConfigError({ message: "reasoningEffort must be \"low\", \"medium\" or \"high\"" })
+    }
     if (includeUsage !== undefined && typeof includeUsage !== "boolean") {
       return yield* new ProviderConfigError({ message: "includeUsage must be a boolean" })
     }
@@ -123,7 +131,8 @@ export const makeOpenAiCompat = (
       maxTokens: checked.maxTokens,
       maxTokensField: maxTokensField ?? (official ? "max_completion_tokens" : "max_tokens"),
       temperature: checked.temperature,
-      includeUsage: includeUsage ?? true
+      includeUsage: includeUsage ?? true,
+      reasoningEffort: effort
     } as const
     const provider = official ? "OpenAI" : "the OpenAI-compatible server"
     return makeProviderModel(client, {

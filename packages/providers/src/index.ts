@@ -10,6 +10,7 @@
 export * from "./Anthropic.ts"
 export * from "./Errors.ts"
 export * from "./LanguageModelBridge.ts"
+export * from "./ModelList.ts"
 export * from "./Models.ts"
 export * from "./OpenAiCompat.ts"
 export * from "./Retry.ts"

@@ -9,3 +9,6 @@ export const PROVIDER_NAMES = ["scripted", "openai-compat", "anthropic"] as cons
 
 /** The permission modes, in the order `Shift+Tab` cycles through them (see `Permissions.ts`). */
 export const PERMISSION_MODES = ["ask", "accept-edits", "read-only", "yes"] as const
+
+/** The levels of `--thinking` / `/thinking` (each provider's setting: see `internal/Setup.ts`). */
+export const THINKING_LEVELS = ["off", "low", "medium", "high"] as const

@@ -3,7 +3,14 @@
  * the tools.
  */
 import { Model } from "@agentloop/core"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
+import {
+  ANTHROPIC_BASE_URL,
+  anthropicFetchLayer,
+  knownModels,
+  listModels,
+  OPENAI_BASE_URL,
+  openAiCompatFetchLayer
+} from "@agentloop/providers"
 import { bashOptionsLayer, codingTools, codingToolsLayer, outputStoreLayer, workspaceLayer } from "@agentloop/tools"
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Context, Effect, Layer, Option, Stream } from "effect"
@@ -12,6 +19,8 @@ import { realpathSync, statSync } from "node:fs"
 import * as nodePath from "node:path"
 import { CliError } from "../CliError.ts"
 import type { Settings } from "../Config.ts"
+import { stripControl } from "../Sanitize.ts"
+import { THINKING_LEVELS } from "./Names.ts"
 
 /** The workspace: the folder given (never an empty string) or the current one. */
 export const workspaceOf = (given: Option.Option<string>): Effect.Effect<string, CliError> =>
@@ -30,8 +39,57 @@ export const workspaceOf = (given: Option.Option<string>): Effect.Effect<string,
     }
   })
 
+export { THINKING_LEVELS }
+
+/** A `--thinking` level. */
+export type Thinking = (typeof THINKING_LEVELS)[number]
+
+/** Anthropic's extended-thinking budget per level (tokens). */
+export const THINKING_BUDGETS: Readonly<Record<Exclude<Thinking, "off">, number>> = {
+  low: 2048,
+  medium: 8192,
+  high: 24576
+}
+
+/** What a level turns into for a provider: Anthropic's thinking budget (with room left to answer), OpenAI's effort. */
+const thinkingOptions = (
+  provider: "openai-compat" | "anthropic",
+  thinking: Thinking,
+  maxTokens: number | undefined
+) => {
+  if (thinking === "off") return {}
+  if (provider === "openai-compat") return { reasoningEffort: thinking }
+  const budget = THINKING_BUDGETS[thinking]
+  // the budget must be below max_tokens: the answer gets at least 8192 tokens beside it
+  return { thinking: { budgetTokens: budget }, maxTokens: Math.max(maxTokens ?? 0, budget + 8192) }
+}
+
+/**
+ * A model named `provider:model` (`anthropic:claude-sonnet-4-5`) switches provider: to where the
+ * config's `providers` says it is, else its own API and key variable.
+ */
+export const splitModelName = (
+  settings: Settings,
+  name: string
+): { readonly settings: Settings; readonly model: string } => {
+  const match = /^(openai-compat|anthropic):(.+)$/.exec(name)
+  if (match === null || match[1] === settings.provider) return { settings, model: match?.[2] ?? name }
+  const provider = match[1] as "openai-compat" | "anthropic"
+  const place = settings.providers[provider]
+  return {
+    settings: {
+      ...settings,
+      provider,
+      baseUrl: place?.baseUrl,
+      apiKeyEnv: place?.apiKeyEnv,
+      promptCaching: undefined
+    },
+    model: match[2]!
+  }
+}
+
 /** Builds the model the settings ask for. */
-export const modelOf = (settings: Settings, model: string) =>
+export const modelOf = (settings: Settings, model: string, thinking: Thinking = settings.thinking ?? "off") =>
   Effect.gen(function*() {
     const provider = settings.provider
     if (provider === undefined) {
@@ -59,6 +117,7 @@ export const modelOf = (settings: Settings, model: string) =>
       baseUrl: settings.baseUrl,
       apiKey,
       maxTokens: settings.maxTokens,
+      ...thinkingOptions(provider, thinking, settings.maxTokens),
       ...(provider === "anthropic" && settings.promptCaching !== undefined
         ? { promptCaching: settings.promptCaching }
         : {}),
@@ -107,12 +166,19 @@ export const toolsLayer = (
     )
   })
 
-/** The model in use now, and its name: `/model` switches it for the next requests. */
+/** The model in use now, and its name: `/model` switches it for the next requests, `/thinking` its level. */
 export interface ModelSwitch {
   readonly name: () => string | undefined
+  /** The provider in use now (`/model anthropic:…` switches it). */
+  readonly provider: () => string | undefined
+  readonly thinking: () => Thinking
   /** Streams with the model in use when a request is sent. */
   readonly model: Model["Service"]
+  /** Switches to `name` (`provider:model` switches provider too). */
   readonly set: (name: string) => Effect.Effect<void, CliError, Scope.Scope>
+  readonly setThinking: (level: Thinking) => Effect.Effect<void, CliError, Scope.Scope>
+  /** The settings of the provider in use now. */
+  readonly settings: () => Settings
 }
 
 /** The model the settings ask for (named `name`), switchable. */
@@ -121,16 +187,62 @@ export const makeModelSwitch = (
   name: string | undefined
 ): Effect.Effect<ModelSwitch, CliError, Scope.Scope> =>
   Effect.map(modelOf(settings, name ?? ""), (initial) => {
-    const current = { name, context: initial }
+    const current = { name, settings, thinking: settings.thinking ?? ("off" as Thinking), context: initial }
     return {
       name: () => current.name,
+      provider: () => current.settings.provider,
+      thinking: () => current.thinking,
       model: Model.of({
         stream: (request) => Stream.suspend(() => Context.get(current.context, Model).stream(request))
       }),
-      set: (next) =>
-        Effect.map(modelOf(settings, next), (context) => {
+      set: (next) => {
+        const chosen = splitModelName(current.settings, next)
+        return Effect.map(modelOf(chosen.settings, chosen.model, current.thinking), (context) => {
           current.context = context
-          current.name = next
+          current.name = chosen.model
+          current.settings = chosen.settings
         })
+      },
+      setThinking: (level) =>
+        Effect.map(modelOf(current.settings, current.name ?? "", level), (context) => {
+          current.context = context
+          current.thinking = level
+        }),
+      settings: () => current.settings
     }
+  })
+
+const tokens = (
+  n: number
+) => (n >= 1_000_000 ? `${(n / 1_000_000).toFixed(n % 1_000_000 === 0 ? 0 : 2)}M` : `${Math.round(n / 1000)}k`)
+
+/**
+ * What `/model` shows: the model in use, the models the provider's server lists (its model-list
+ * endpoint; a server that cannot list says why), and the models the price table knows, by provider.
+ */
+export const modelsOverview = (models: ModelSwitch): Effect.Effect<string> =>
+  Effect.gen(function*() {
+    const settings = models.settings()
+    const provider = settings.provider
+    const lines = [`model: ${provider ?? "?"}:${models.name() ?? "?"} · thinking ${models.thinking()}`]
+    if (provider === "openai-compat" || provider === "anthropic") {
+      const apiKey = settings.apiKeyEnv === undefined ? undefined : process.env[settings.apiKeyEnv]
+      const listed = yield* Effect.result(listModels({ provider, baseUrl: settings.baseUrl, apiKey }))
+      const where = settings.baseUrl ?? (provider === "anthropic" ? ANTHROPIC_BASE_URL : OPENAI_BASE_URL)
+      if (listed._tag === "Success") {
+        const ids = listed.success.map((m) => m.id)
+        lines.push(`${provider} at ${where} lists ${ids.length} model(s):`)
+        for (let i = 0; i < Math.min(ids.length, 60); i += 4) lines.push(`  ${ids.slice(i, i + 4).join("  ")}`)
+        if (ids.length > 60) lines.push(`  … and ${ids.length - 60} more`)
+      } else {
+        lines.push(`${provider} at ${where}: no model list (${listed.failure.message})`)
+      }
+    }
+    lines.push("known models (context window, prices in the price table):")
+    const known = Object.entries(knownModels).map(([name, info]) =>
+      `${name.startsWith("claude") ? "anthropic" : "openai-compat"}:${name} (${tokens(info.contextWindow ?? 0)})`
+    )
+    for (let i = 0; i < known.length; i += 3) lines.push(`  ${known.slice(i, i + 3).join("  ")}`)
+    lines.push("switch: /model NAME (same provider) or /model PROVIDER:NAME; /thinking off|low|medium|high")
+    return lines.map(stripControl).join("\n")
   })

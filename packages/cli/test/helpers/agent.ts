@@ -166,6 +166,12 @@ export const scriptServer = async (
     let raw = ""
     req.on("data", (d) => (raw += d))
     req.on("end", () => {
+      // the model list (`/model` in chat): two models, in either provider's format
+      if (req.method === "GET" && /\/models(\?|$)/.test(req.url ?? "")) {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(JSON.stringify({ data: [{ id: "test-model" }, { id: "other-model", display_name: "Other" }] }))
+        return
+      }
       const body = JSON.parse(raw) as Record<string, unknown>
       const index = bodies.length
       bodies.push({ path: req.url ?? "", body })

@@ -22,6 +22,7 @@ export interface ChatSettings {
   readonly maxTokensField: "max_tokens" | "max_completion_tokens"
   readonly temperature: number | undefined
   readonly includeUsage: boolean
+  readonly reasoningEffort: "low" | "medium" | "high" | undefined
 }
 
 type ChatContentPart =
@@ -130,6 +131,7 @@ export const chatRequestBody = (request: ModelRequest, settings: ChatSettings): 
     {}),
   ...(settings.maxTokens === undefined ? {} : { [settings.maxTokensField]: settings.maxTokens }),
   ...(settings.temperature === undefined ? {} : { temperature: settings.temperature }),
+  ...(settings.reasoningEffort === undefined ? {} : { reasoning_effort: settings.reasoningEffort }),
   stream: true,
   ...(settings.includeUsage ? { stream_options: { include_usage: true } } : {})
 })
