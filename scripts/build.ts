@@ -88,9 +88,11 @@ const bundled = await build({
   // report's stack should stay readable)
   keepNames: true,
   legalComments: "linked",
-  // sharp is a native addon, resolved at run time from the CLI's own dependencies; pg's optional
-  // native driver and the Cloudflare socket it can use are never installed
-  external: ["sharp", "pg-native", "cloudflare:sockets"],
+  // sharp is a native addon, and web-tree-sitter loads its WebAssembly from beside its own module
+  // (as tree-sitter-bash's grammar is read from its package): resolved at run time from the CLI's
+  // own dependencies; pg's optional native driver and the Cloudflare socket it can use are never
+  // installed
+  external: ["sharp", "web-tree-sitter", "tree-sitter-bash", "pg-native", "cloudflare:sockets"],
   // CommonJS dependencies inside an ES module bundle still call `require` for Node's built-ins
   banner: {
     js: "import { createRequire as __agentloopRequire } from 'node:module';" +
@@ -121,7 +123,7 @@ const outputOf = (pattern: RegExp): string => {
 }
 // What each path may not load: the help (every command's flags) loads no command's code; `run` and
 // `chat` load neither durable runs' engine, nor the MCP client, nor the viewer unless asked for.
-const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Style|internal\/ProviderNames)\.js/
+const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Style|internal\/Names)\.js/
 const paths = [
   {
     name: "--help",
