@@ -8,7 +8,7 @@
  * reported instead of giving wrong verdicts.
  */
 import { assert } from "@effect/vitest"
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -217,6 +217,74 @@ describe("the packed packages, installed in a fresh project", () => {
     )
     assert.match(out, /invariants hold|0 violations|violations: none/i)
     assert.isTrue(existsSync(workspace))
+  })
+
+  it("(f) the installed binary parses bash for its permission rules (the grammar's WebAssembly loads)", async () => {
+    const workspace = join(work, "rules-workspace")
+    mkdirSync(join(workspace, ".agentloop"), { recursive: true })
+    writeFileSync(
+      join(workspace, ".agentloop", "config.json"),
+      JSON.stringify({ permissions: { allow: ["bash(echo hi*)"], deny: ["bash(rm -rf *)"] } })
+    )
+    // a loopback model in a process of its own (the binary runs with spawnSync): two bash calls, then an answer
+    const call = (id: string, command: string) => [
+      {
+        choices: [{
+          index: 0,
+          delta: {
+            tool_calls: [{
+              index: 0,
+              id,
+              type: "function",
+              function: { name: "bash", arguments: JSON.stringify({ command }) }
+            }]
+          }
+        }]
+      },
+      { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] }
+    ]
+    const replies = [call("a1", "echo hi there"), call("a2", "rm -rf ./nothing"), [
+      { choices: [{ index: 0, delta: { content: "ok" }, finish_reason: "stop" }] }
+    ]]
+    const serverScript = join(work, "model-server.mjs")
+    writeFileSync(
+      serverScript,
+      `import { createServer } from "node:http"
+const replies = ${JSON.stringify(replies)}
+let n = 0
+const server = createServer((req, res) => { req.resume(); req.on("end", () => {
+  res.writeHead(200, { "content-type": "text/event-stream" })
+  res.end(replies[Math.min(n++, replies.length - 1)].map((c) => "data: " + JSON.stringify(c) + "\\n\\n").join("") + "data: [DONE]\\n\\n")
+}) })
+server.listen(0, "127.0.0.1", () => process.stdout.write(String(server.address().port) + "\\n"))
+`
+    )
+    const server = spawn(process.execPath, [serverScript], { stdio: ["ignore", "pipe", "inherit"] })
+    try {
+      const port = await new Promise<string>((resolve) => server.stdout.once("data", (d) => resolve(String(d).trim())))
+      const out = ok(
+        run(join(app, "node_modules", ".bin", "agentloop"), [
+          "run",
+          "--json",
+          "--workspace",
+          workspace,
+          "--provider",
+          "openai-compat",
+          "--base-url",
+          `http://127.0.0.1:${port}/v1`,
+          "--model",
+          "m",
+          "go"
+        ], app),
+        "agentloop run --json"
+      )
+      const ends = out.split("\n").filter((l) => l.includes("\"tool_end\"")).map((l) => JSON.stringify(JSON.parse(l)))
+      assert.strictEqual(ends.length, 2, out)
+      assert.include(ends[0], "hi there", "echo ran by its allow rule")
+      assert.include(ends[1], "denied by the permission rule bash(rm -rf *)")
+    } finally {
+      server.kill()
+    }
   })
 
   it("(e) a vitest + @effect/vitest test using the testkit passes", () => {
