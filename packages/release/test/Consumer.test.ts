@@ -254,7 +254,8 @@ const replies = ${JSON.stringify(replies)}
 let n = 0
 const server = createServer((req, res) => { req.resume(); req.on("end", () => {
   res.writeHead(200, { "content-type": "text/event-stream" })
-  res.end(replies[Math.min(n++, replies.length - 1)].map((c) => "data: " + JSON.stringify(c) + "\\n\\n").join("") + "data: [DONE]\\n\\n")
+  const chunks = replies[Math.min(n++, replies.length - 1)]
+  res.end(chunks.map((c) => "data: " + JSON.stringify(c) + "\\n\\n").join("") + "data: [DONE]\\n\\n")
 }) })
 server.listen(0, "127.0.0.1", () => process.stdout.write(String(server.address().port) + "\\n"))
 `
