@@ -275,6 +275,28 @@ const view = Command.make(
   Command.withDescription("Show a session (default: the latest) as a timeline in the browser, served on 127.0.0.1.")
 )
 
+const mcpName = Argument.String("name").pipe(Argument.withDescription("the server's name in the config's mcpServers"))
+const mcp = Command.make("mcp").pipe(
+  Command.withDescription("MCP servers: log in to (or out of) an HTTP server that wants OAuth."),
+  Command.withSubcommands([
+    Command.make("login", {
+      workspace: optionalString("workspace", "project folder (default: the current folder)"),
+      name: mcpName
+    }, lazy(() => import("./internal/McpCommands.ts"), (m) => m.mcpLoginCommand)).pipe(
+      Command.withDescription(
+        "Authorize an HTTP MCP server of the config (OAuth 2.1 with PKCE): prints the URL to open (and opens the " +
+          "browser on a terminal), waits on a loopback redirect, keeps the tokens in a 0600 file of yours."
+      )
+    ),
+    Command.make("logout", {
+      workspace: optionalString("workspace", "project folder (default: the current folder)"),
+      name: mcpName
+    }, lazy(() => import("./internal/McpCommands.ts"), (m) => m.mcpLogoutCommand)).pipe(
+      Command.withDescription("Forget an HTTP MCP server's tokens.")
+    )
+  ])
+)
+
 /**
  * How effect's command line reports what it was asked for: help and version as usual; a usage error
  * (an unknown flag or command, a bad or missing value) as one line on stderr plus the command whose
@@ -303,7 +325,7 @@ export const usagePresenter: CliOutput.Presenter = {
  */
 export const agentloop = Command.make("agentloop").pipe(
   Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
-  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, demo])
+  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, mcp, demo])
 )
 
 /**
