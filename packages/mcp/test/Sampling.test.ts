@@ -81,7 +81,7 @@ const params = (extra: Record<string, unknown> = {}) => ({
 const messagesOf = (request: ModelRequest | undefined) => request?.messages
 
 describe("Sampling", { timeout: 30_000 }, () => {
-  it.effect("server-everything's sampling tool is offered and answered by the model once approved; usage is reported", () =>
+  it.effect("server-everything's sampling tool is offered, answered by the model once approved; usage reported", () =>
     Effect.gen(function*() {
       const run = yield* withSampling(
         everything,
@@ -214,7 +214,7 @@ describe("Sampling", { timeout: 30_000 }, () => {
       const cases: ReadonlyArray<readonly [Record<string, unknown>, string]> = [
         [{ messages: [{ role: "user", content: { type: "text", text: "hi" } }] }, "params.maxTokens"],
         [params({ messages: "not a list" }), "params.messages"],
-        [params({ tools: [{ name: "t", inputSchema: { type: "object" } }] }), "does not declare sampling.tools"],
+        [params({ tools: [{ name: "t", inputSchema: { type: "object" } }] }), "declares no sampling.tools"],
         [
           params({ messages: [{ role: "user", content: { type: "audio", data: "UklGRg==", mimeType: "audio/wav" } }] }),
           "params.messages.0: audio cannot be sampled"
@@ -223,7 +223,7 @@ describe("Sampling", { timeout: 30_000 }, () => {
           params({
             messages: [{ role: "assistant", content: { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" } }]
           }),
-          "params.messages.0: an image in an assistant message cannot be sampled"
+          "params.messages.0: an assistant message's image cannot be sampled"
         ]
       ]
       const run = yield* withSampling(

@@ -38,6 +38,12 @@ export const checkPromptArguments = (
   return undefined
 }
 
+const leftOut = (mimeType: string) =>
+  `[an image (${mimeType}) of the prompt was left out: an assistant message takes text only]`
+
+const contentOf = (message: UserMessage): ReadonlyArray<TextContent | ImageContent> =>
+  typeof message.content === "string" ? [{ type: "text", text: message.content }] : message.content
+
 /** A prompt's messages as agentloop messages, next ones of the same role joined. */
 export const promptMessages = (
   server: string,
@@ -52,11 +58,11 @@ export const promptMessages = (
       for (const part of convertContent([message.content as Record<string, unknown>], false).content) {
         if (part.type === "text") parts.push(part)
         else if (message.role === "user") parts.push(...yield* prepareImage(part, source))
-        else parts.push({ type: "text", text: `[an image (${part.mimeType}) of the prompt was left out: an assistant message takes text only]` })
+        else parts.push({ type: "text", text: leftOut(part.mimeType) })
       }
       const last = out[out.length - 1]
       if (message.role === "user") {
-        if (last?.role === "user") out[out.length - 1] = { role: "user", content: [...(last.content as Array<TextContent | ImageContent>), ...parts] }
+        if (last?.role === "user") out[out.length - 1] = { role: "user", content: [...contentOf(last), ...parts] }
         else out.push({ role: "user", content: parts })
       } else {
         const texts = parts.filter((p): p is TextContent => p.type === "text")

@@ -133,7 +133,9 @@ export const listResult = (call: ToolCall, server: string, page: ResourcePage): 
     lines.push(`Resource templates of MCP server "${server}" (fill in the {placeholders} to read one):`)
     for (const t of page.templates) lines.push(`- ${t.uriTemplate}: ${about(t, t.mimeType)}`)
   }
-  if (lines.length === 0) lines.push(`MCP server "${server}" lists no ${page.nextCursor === undefined ? "" : "more "}resources.`)
+  if (lines.length === 0) {
+    lines.push(page.nextCursor === undefined ? `MCP server "${server}" lists no resources.` : "(this page is empty)")
+  }
   if (page.nextCursor !== undefined) lines.push(`More: call ${call.name} with cursor "${page.nextCursor}".`)
   return succeeded(call, lines.join("\n"), {
     mcp: { server, tool: "resources/list" },

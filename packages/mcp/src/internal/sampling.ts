@@ -46,7 +46,7 @@ export const samplingRequestOf = (
     }
     const params = parsed.data.params
     if (params.tools !== undefined || params.toolChoice !== undefined) {
-      return yield* Effect.fail(invalid("Sampling with tools is not supported: this client does not declare sampling.tools."))
+      return yield* Effect.fail(invalid("Sampling with tools is not supported: the client declares no sampling.tools."))
     }
     const source = { server, tool: "sampling/createMessage" }
     const messages: Array<UserMessage | AssistantMessage> = []
@@ -61,13 +61,15 @@ export const samplingRequestOf = (
           case "image":
             if (message.role === "assistant") {
               return yield* Effect.fail(invalid(
-                `params.messages.${i}: an image in an assistant message cannot be sampled (the model's own messages are text).`
+                `params.messages.${i}: an assistant message's image cannot be sampled (the model's messages are text).`
               ))
             }
             parts.push(...yield* prepareImage({ type: "image", data: block.data, mimeType: block.mimeType }, source))
             break
           case "audio":
-            return yield* Effect.fail(invalid(`params.messages.${i}: audio cannot be sampled: the model takes text and images.`))
+            return yield* Effect.fail(
+              invalid(`params.messages.${i}: audio cannot be sampled: the model takes text and images.`)
+            )
           default:
             return yield* Effect.fail(invalid(
               `params.messages.${i}: ${block.type} content needs sampling.tools, which this client does not declare.`
