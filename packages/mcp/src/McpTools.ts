@@ -44,6 +44,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
+  CancelledNotificationSchema,
   ElicitRequestSchema,
   ErrorCode,
   ListRootsRequestSchema,
@@ -659,14 +660,36 @@ export const makeMcpTools = (
           runFork(dropConnection(server, client))
         }
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => refresh(server, client))
+        // The server's requests this client takes time to answer (a question, a completion), each
+        // with an abort of its own: the SDK's handler of `notifications/cancelled` skips a falsy
+        // request id, so it never cancels the first request a server sends (id 0). Cancellation
+        // is handled here instead, for these requests (the others are answered at once).
+        const answering = new Map<string | number, AbortController>()
+        const cancellable = <A>(
+          id: string | number,
+          signal: AbortSignal,
+          answer: (signal: AbortSignal) => Promise<A>
+        ): Promise<A> => {
+          const own = new AbortController()
+          answering.set(id, own)
+          return answer(AbortSignal.any([signal, own.signal])).finally(() => answering.delete(id))
+        }
+        client.setNotificationHandler(CancelledNotificationSchema, (notification) => {
+          const id = notification.params.requestId
+          if (id !== undefined) answering.get(id)?.abort(notification.params.reason)
+        })
         if (elicitation._tag === "Some") {
           const service = elicitation.value
           // form mode only (the capability declares no URL mode); interrupted when the server
-          // cancels the question (the SDK aborts `extra.signal`) or the layer closes
+          // cancels the question or the layer closes
           client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
             const params = request.params
             if (params.mode === "url") return Promise.resolve({ action: "decline" as const })
-            return runPromise(askSafely(service, requestOf(config.name, params)), { signal: extra.signal })
+            return cancellable(
+              extra.requestId,
+              extra.signal,
+              (signal) => runPromise(askSafely(service, requestOf(config.name, params)), { signal })
+            )
               .then((answer) =>
                 answer.action === "accept" ? { action: "accept" as const, content: { ...answer.content } } : answer
               )
@@ -689,7 +712,11 @@ export const makeMcpTools = (
           // (invalid params). Interrupted when the server cancels the request or the layer closes.
           client.fallbackRequestHandler = (request, extra) =>
             request.method === "sampling/createMessage" ?
-              runPromise(answerSampling(service, config.name, request, prepareImage), { signal: extra.signal }) :
+              cancellable(
+                request.id,
+                extra.signal,
+                (signal) => runPromise(answerSampling(service, config.name, request, prepareImage), { signal })
+              ) :
               Promise.reject(new RpcFailure(ErrorCode.MethodNotFound, "Method not found"))
         }
         if (config.transport === "http") {

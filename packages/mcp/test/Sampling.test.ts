@@ -11,7 +11,7 @@ import type { ModelSamplingOptions, SamplingRequest } from "@agentloop/mcp"
 import { makeScriptedModel, turn } from "@agentloop/testkit"
 import type { ScriptedTurn } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Deferred, Effect, Fiber, Layer, Stream } from "effect"
 import { callTool, capableServer, node, serverBin, serversLayer, textOf } from "./helpers.ts"
 
 const everything = {
@@ -249,6 +249,33 @@ describe("Sampling", { timeout: 30_000 }, () => {
       assert.notInclude(names, "everything__trigger-sampling-request")
       const refused = yield* sample(params()).pipe(Effect.provide(serversLayer([capableServer()])))
       assert.strictEqual(refused.error?.code, -32601)
+    }))
+
+  it.effect("a server that cancels its request interrupts the model", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const interrupted = yield* Deferred.make<void>()
+      const waiting: ScriptedTurn = () =>
+        Stream.fromEffect(
+          Deferred.succeed(started, undefined).pipe(
+            Effect.andThen(Effect.never),
+            Effect.onInterrupt(() => Deferred.succeed(interrupted, undefined))
+          )
+        )
+      const run = yield* withSampling(
+        capableServer(),
+        [waiting],
+        { ask: approve },
+        Effect.gen(function*() {
+          const call = yield* Effect.forkChild(callTool("capable__sample_then_cancel", { params: params() }))
+          yield* Deferred.await(started)
+          yield* callTool("capable__cancel_sample")
+          yield* Deferred.await(interrupted)
+          return yield* Fiber.join(call)
+        })
+      )
+      assert.strictEqual(textOf(run.value), "\"cancelled\"")
+      assert.deepStrictEqual(run.usage, [])
     }))
 
   it.effect("a Sampling service of one's own answers; one that dies gives an internal error", () =>
