@@ -88,4 +88,3 @@ export const convertContent = (parts: ReadonlyArray<Record<string, unknown>>, ke
   }
   return converted
 }
-
