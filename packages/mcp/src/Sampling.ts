@@ -190,10 +190,12 @@ export const makeModelSampling = (model: Model["Service"], options: ModelSamplin
   const failed = (request: SamplingRequest, reason: McpSamplingError["reason"], message: string) =>
     new McpSamplingError({ server: request.server, reason, message })
 
+  const { ask, onUsage, review: reviewer } = options
+
   const decide = (request: SamplingRequest): Effect.Effect<SamplingDecision> =>
-    options.ask === undefined ?
+    ask === undefined ?
       Effect.succeed({ action: "deny", reason: "no one is there to approve it" }) :
-      Effect.suspend(() => options.ask!(request)).pipe(
+      Effect.suspend(() => ask(request)).pipe(
         Effect.catchDefect(() => Effect.succeed<SamplingDecision>({ action: "deny", reason: "it could not be asked" }))
       )
 
@@ -223,7 +225,7 @@ export const makeModelSampling = (model: Model["Service"], options: ModelSamplin
             `The model failed: ${message.errorMessage ?? "no reason given"}`
         )
       }
-      if (message.usage !== undefined && options.onUsage !== undefined) yield* options.onUsage(message.usage, request)
+      if (message.usage !== undefined && onUsage !== undefined) yield* onUsage(message.usage, request)
       const whole = message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
       const stopped = cutAtStop(whole, request.stopSequences ?? [])
       return {
@@ -235,9 +237,9 @@ export const makeModelSampling = (model: Model["Service"], options: ModelSamplin
     })
 
   const review = (request: SamplingRequest, response: SamplingResponse): Effect.Effect<SamplingReview> =>
-    options.review === undefined ?
+    reviewer === undefined ?
       Effect.succeed({ action: "send" }) :
-      Effect.suspend(() => options.review!(request, response)).pipe(
+      Effect.suspend(() => reviewer(request, response)).pipe(
         Effect.catchDefect(() => Effect.succeed<SamplingReview>({ action: "deny", reason: "it could not be reviewed" }))
       )
 

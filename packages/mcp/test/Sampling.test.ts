@@ -141,6 +141,19 @@ describe("Sampling", { timeout: 30_000 }, () => {
       )
       assert.strictEqual(denied.value.error?.message, "MCP error -1: User rejected sampling request: not now")
 
+      // a policy that dies denies the request
+      const crashed = yield* withSampling(
+        capableServer(),
+        [],
+        { ask: () => Effect.die("the prompt crashed") },
+        sample(params())
+      )
+      assert.deepStrictEqual(crashed.value.error, {
+        code: -1,
+        message: "MCP error -1: User rejected sampling request: it could not be asked"
+      })
+      assert.strictEqual(crashed.requests.length, 0)
+
       const edited = yield* withSampling(
         capableServer(),
         [answer("edited answer")],
