@@ -22,6 +22,12 @@
  *   used from the next time the loop reads the executor's definitions, which it does when it builds
  *   a model request: at a turn boundary, never in the middle of a batch. A change announced before
  *   a call's result is in place before that result is handed back.
+ * - **Resources**: a server that declares them also gets `<server>__list_resources` and
+ *   `<server>__read_resource` (read-only), whose answers are capped and fitted like results
+ *   (`internal/resources.ts`).
+ * - **What a server asks of the client** is answered by the services in the layer's context, and
+ *   declared only when they are there: `Elicitation` (questions), `Sampling` (completions), and
+ *   the `roots` option (the workspace); prompts are the library's to get (`Prompts.ts`).
  *
  * @since 0.1.0
  */
