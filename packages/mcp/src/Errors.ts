@@ -41,3 +41,31 @@ export class McpAuthError extends Schema.TaggedError<McpAuthError>()("McpAuthErr
   server: Schema.String,
   message: Schema.String
 }) {}
+
+/**
+ * A request the library makes of a server for its caller (listing or getting a prompt) failed: the
+ * server is unknown, is not available, does not offer what was asked, answered with an error, or
+ * the arguments do not fit. The message names the server and what is wrong.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class McpRequestError extends Schema.TaggedError<McpRequestError>()("McpRequestError", {
+  server: Schema.String,
+  message: Schema.String
+}) {}
+
+/**
+ * A server's sampling request was not answered with a message: the user (or the policy) denied it
+ * (`denied`), it asks for what this client cannot do (`unsupported`), or the model failed
+ * (`model`). The server gets a JSON-RPC error with the message (code -1 for `denied`, as MCP's
+ * specification has it; invalid params for `unsupported`; internal error for `model`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class McpSamplingError extends Schema.TaggedError<McpSamplingError>()("McpSamplingError", {
+  server: Schema.String,
+  reason: Schema.Literals(["denied", "unsupported", "model"]),
+  message: Schema.String
+}) {}

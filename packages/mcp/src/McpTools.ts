@@ -22,12 +22,19 @@
  *   used from the next time the loop reads the executor's definitions, which it does when it builds
  *   a model request: at a turn boundary, never in the middle of a batch. A change announced before
  *   a call's result is in place before that result is handed back.
+ * - **Resources**: a server that declares them also gets `<server>__list_resources` and
+ *   `<server>__read_resource` (read-only), whose answers are capped and fitted like results
+ *   (`internal/resources.ts`).
+ * - **What a server asks of the client** is answered by the services in the layer's context, and
+ *   declared only when they are there: `Elicitation` (questions), `Sampling` (completions), and
+ *   the `roots` option (the workspace); prompts are the library's to get (`Prompts.ts`).
  *
  * @since 0.1.0
  */
 import { errorResult, Executor, makeToolExecutor } from "@agentloop/core"
 import type {
   AnyTool,
+  AssistantMessage,
   ExecutorShape,
   Tool,
   ToolCall,
@@ -35,19 +42,22 @@ import type {
   ToolDefinition,
   ToolOutput,
   ToolResultMessage,
-  ToolServices
+  ToolServices,
+  UserMessage
 } from "@agentloop/core"
 import { fitImageContent, OutputStore } from "@agentloop/tools"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import {
+  CancelledNotificationSchema,
   ElicitRequestSchema,
   ErrorCode,
+  ListRootsRequestSchema,
   McpError,
   ToolListChangedNotificationSchema
 } from "@modelcontextprotocol/sdk/types.js"
-import type { Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
+import type { ServerCapabilities, Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
 import {
   Cause,
   Context,
@@ -67,22 +77,48 @@ import type { ChildProcessSpawner } from "effect/process"
 import { MCP_MAX_OUTPUT_CHARS } from "./Config.ts"
 import type { HttpServerConfig, McpServerConfig } from "./Config.ts"
 import { Elicitation } from "./Elicitation.ts"
-import { McpAuthError, McpConfigError, McpConnectError } from "./Errors.ts"
+import { McpAuthError, McpConfigError, McpConnectError, McpRequestError } from "./Errors.ts"
 import { askSafely, requestOf } from "./internal/elicitation.ts"
 import { AuthFailure, makeOAuth } from "./internal/oauth.ts"
 import type { OAuthSession } from "./internal/oauth.ts"
 import { orderedDelivery } from "./internal/ordered.ts"
+import { checkPromptArguments, promptMessages, promptOf } from "./internal/prompts.ts"
+import {
+  LIST_RESOURCES,
+  listResourcesDefinition,
+  listResult,
+  parseCursor,
+  READ_RESOURCE,
+  readResourceDefinition,
+  readResult,
+  resourceCursor
+} from "./internal/resources.ts"
+import type { ListedTemplate } from "./internal/resources.ts"
+import { answerSampling, RpcFailure } from "./internal/sampling.ts"
 import { makeStdioTransport } from "./internal/stdio.ts"
 import type { StdioTransport } from "./internal/stdio.ts"
 import { argumentCheck } from "./internal/validate.ts"
 import type { ArgumentCheck } from "./internal/validate.ts"
 import { serverPrefix, toolNameFor } from "./Naming.ts"
+import type { McpPrompt } from "./Prompts.ts"
 import { limitResult, toToolResult } from "./Results.ts"
 import type { PrepareImage } from "./Results.ts"
+import { checkRoots } from "./Roots.ts"
+import type { McpRoot } from "./Roots.ts"
+import { Sampling } from "./Sampling.ts"
 
 /** The default `prepareImage`: the image as `read` would send it. */
 const fitServerImage: PrepareImage = (image, source) =>
-  fitImageContent(image, `the image from ${source.server} (tool ${source.tool})`)
+  fitImageContent(
+    image,
+    `the image from ${source.server} (${
+      source.uri !== undefined
+        ? `resource ${source.uri}`
+        : source.tool.includes("/")
+        ? source.tool
+        : `tool ${source.tool}`
+    })`
+  )
 
 /**
  * How many progress notifications of one call may wait to become `tool_progress` events; when a
@@ -135,6 +171,12 @@ export interface McpToolsOptions {
    * authorization servers that support it (a server's `oauth.clientMetadataUrl` wins).
    */
   readonly clientMetadataUrl?: string | undefined
+  /**
+   * The roots to offer the servers (the workspace, say: `rootOfDirectory(path)`): with them the
+   * client declares `roots` (with `listChanged`) and answers `roots/list` with them; `setRoots`
+   * changes them. Each is a `file://` URI. Without them (the default) no roots are offered.
+   */
+  readonly roots?: ReadonlyArray<McpRoot> | undefined
 }
 
 /**
@@ -151,6 +193,10 @@ export interface McpServerStatus {
   /** The server's process id (stdio, while connected). */
   readonly pid: number | undefined
   readonly tools: ReadonlyArray<string>
+  /** Whether it offers resources (then its `list_resources` and `read_resource` tools are offered). */
+  readonly resources: boolean
+  /** Whether it offers prompts (see `listMcpPrompts`). */
+  readonly prompts: boolean
 }
 
 /**
@@ -162,6 +208,10 @@ export interface McpServerStatus {
  * - `tools`: the current tools as core `Tool`s, to list beside local tools in `toolExecutorLayer`
  *   (a snapshot: a later list change is not seen; `mcpExecutorLayer` follows changes).
  * - `servers`: each server's state.
+ * - `setRoots`: new roots for every server (those connected are told with
+ *   `notifications/roots/list_changed`); fails with an `McpConfigError` for a root that is not a
+ *   `file://` URI, or when the layer was built without `roots` (none were offered).
+ * - `prompts` / `getPrompt`: see `listMcpPrompts` and `getMcpPrompt`.
  *
  * @since 0.1.0
  * @category services
@@ -171,6 +221,13 @@ export interface McpToolsShape {
   readonly definitions: Effect.Effect<ReadonlyArray<ToolDefinition>>
   readonly tools: Effect.Effect<ReadonlyArray<Tool<Record<string, unknown>>>>
   readonly servers: Effect.Effect<ReadonlyArray<McpServerStatus>>
+  readonly setRoots: (roots: ReadonlyArray<McpRoot>) => Effect.Effect<void, McpConfigError>
+  readonly prompts: (server?: string) => Effect.Effect<ReadonlyArray<McpPrompt>, McpRequestError>
+  readonly getPrompt: (
+    server: string,
+    name: string,
+    args?: Readonly<Record<string, string>>
+  ) => Effect.Effect<ReadonlyArray<UserMessage | AssistantMessage>, McpRequestError>
 }
 
 /**
@@ -189,6 +246,8 @@ interface ServerState {
   transport: Transport | undefined
   scope: Scope.Closeable | undefined
   listed: ReadonlyArray<SdkTool>
+  /** What the server said it offers when it was last connected. */
+  capabilities: ServerCapabilities | undefined
   refreshing: Deferred.Deferred<void> | undefined
   refreshAgain: boolean
 }
@@ -196,9 +255,17 @@ interface ServerState {
 interface Entry {
   readonly name: string
   readonly server: ServerState
-  readonly tool: SdkTool
+  /** `details.mcp.tool` of its results: the server's name of the tool, or the MCP method of a resource tool. */
+  readonly tool: string
+  /** What a valid answer is, for the error when it is not one. */
+  readonly answer: string
   readonly definition: ToolDefinition
   readonly check: ArgumentCheck | undefined
+  /** Sends the call and converts the answer (before the caps); fails with what the SDK threw. */
+  readonly send: (client: Client, call: ToolCall, onprogress: (p: unknown) => void) => Effect.Effect<
+    ToolResultMessage,
+    unknown
+  >
 }
 
 interface Snapshot {
@@ -334,6 +401,7 @@ export const makeMcpTools = (
         transport: undefined,
         scope: undefined,
         listed: [],
+        capabilities: undefined,
         refreshing: undefined,
         refreshAgain: false
       })
@@ -344,11 +412,133 @@ export const makeMcpTools = (
     const clientName = options.clientName ?? "agentloop"
     // where cut results are kept whole: the one in the layer's context (none by default)
     const store = yield* OutputStore
-    // who answers the servers' questions: elicitation is offered only when someone can answer
+    // who answers the servers' questions: elicitation and sampling are offered only when someone
+    // can answer; roots only when the layer was given some
     const elicitation = yield* Effect.serviceOption(Elicitation)
-    const capabilities = elicitation._tag === "Some" ? { elicitation: { form: { applyDefaults: true } } } : {}
+    const sampling = yield* Effect.serviceOption(Sampling)
+    let roots = options.roots === undefined ? undefined : yield* checkRoots(options.roots)
+    const capabilities = {
+      ...(elicitation._tag === "Some" ? { elicitation: { form: { applyDefaults: true } } } : {}),
+      ...(sampling._tag === "Some" ? { sampling: {} } : {}),
+      ...(roots === undefined ? {} : { roots: { listChanged: true } })
+    }
+    const prepareImage = options.prepareImage ?? fitServerImage
+
+    /** A request of the SDK's client as an effect (interrupting it sends `notifications/cancelled`). */
+    const request = <A>(f: (options: { signal: AbortSignal; timeout: number }) => Promise<A>) =>
+      Effect.tryPromise({ try: (signal) => f({ signal, timeout: NO_SDK_TIMEOUT }), catch: (error) => error })
 
     // --- definitions ---------------------------------------------------------------------------
+    const toolEntry = (server: ServerState, tool: SdkTool, name: string): Entry => {
+      const parameters = tool.inputSchema as Record<string, unknown>
+      const readOnly = options.trustAnnotations === true && tool.annotations?.readOnlyHint === true
+      return {
+        name,
+        server,
+        tool: tool.name,
+        answer: "MCP tool result",
+        definition: {
+          name,
+          description: tool.description ?? tool.title ?? "",
+          parameters,
+          ...(readOnly ? { readOnly: true } : {}),
+          ...(server.config.timeoutMs === undefined ? {} : { timeoutMs: server.config.timeoutMs })
+        },
+        check: argumentCheck(parameters),
+        send: (client, call, onprogress) =>
+          Effect.map(
+            request((sdk) =>
+              client.callTool({ name: tool.name, arguments: call.arguments }, undefined, {
+                ...sdk,
+                onprogress
+              })
+            ),
+            (result) => toToolResult(call, server.config.name, tool.name, result)
+          )
+      }
+    }
+
+    /** The first page of templates (none from a server that does not list them). */
+    const templatesPage = (client: Client, cursor: string | undefined) =>
+      request((sdk) => client.listResourceTemplates(cursor === undefined ? undefined : { cursor }, sdk)).pipe(
+        Effect.catchIf(
+          (error) => error instanceof McpError && error.code === ErrorCode.MethodNotFound,
+          () => Effect.succeed({ resourceTemplates: [] as Array<ListedTemplate>, nextCursor: undefined })
+        )
+      )
+
+    /** `<server>__list_resources` and `<server>__read_resource`, named by `toolNameFor`. */
+    const resourceEntries = (server: ServerState): Array<Entry> => {
+      const listName = toolNameFor(server.prefix, LIST_RESOURCES)
+      const readName = toolNameFor(server.prefix, READ_RESOURCE)
+      const serverName = server.config.name
+      const timeoutMs = server.config.timeoutMs
+      const list = listResourcesDefinition(listName, serverName, readName, timeoutMs)
+      const read = readResourceDefinition(readName, serverName, listName, timeoutMs)
+      return [{
+        name: listName,
+        server,
+        tool: "resources/list",
+        answer: "resources/list result",
+        definition: list,
+        check: argumentCheck(list.parameters),
+        send: (client, call) =>
+          Effect.gen(function*() {
+            const start = parseCursor(call.arguments["cursor"])
+            if (start === undefined) {
+              return errorResult(
+                call,
+                `Invalid cursor for tool "${call.name}": pass the cursor a page ended with (none for the first page).`,
+                { mcp: { server: serverName, tool: "resources/list" }, invalidArguments: true }
+              )
+            }
+            if (start.list === "resources") {
+              const cursor = start.cursor
+              const page = yield* request((sdk) =>
+                client.listResources(cursor === undefined ? undefined : { cursor }, sdk)
+              )
+              if (page.nextCursor !== undefined) {
+                return listResult(call, serverName, {
+                  resources: page.resources,
+                  templates: [],
+                  nextCursor: resourceCursor("resources", page.nextCursor)
+                })
+              }
+              const templates = yield* templatesPage(client, undefined)
+              return listResult(call, serverName, {
+                resources: page.resources,
+                templates: templates.resourceTemplates,
+                nextCursor: templates.nextCursor === undefined
+                  ? undefined
+                  : resourceCursor("templates", templates.nextCursor)
+              })
+            }
+            const templates = yield* templatesPage(client, start.cursor)
+            return listResult(call, serverName, {
+              resources: [],
+              templates: templates.resourceTemplates,
+              nextCursor: templates.nextCursor === undefined
+                ? undefined
+                : resourceCursor("templates", templates.nextCursor)
+            })
+          })
+      }, {
+        name: readName,
+        server,
+        tool: "resources/read",
+        answer: "resources/read result",
+        definition: read,
+        check: argumentCheck(read.parameters),
+        send: (client, call) => {
+          const uri = String(call.arguments["uri"])
+          return Effect.map(
+            request((sdk) => client.readResource({ uri }, sdk)),
+            (result) => readResult(call, serverName, uri, result.contents)
+          )
+        }
+      }]
+    }
+
     const build = (): Snapshot => {
       const byName = new Map<string, Entry>()
       for (const server of states) {
@@ -357,16 +547,11 @@ export const makeMcpTools = (
           if (tool.execution?.taskSupport === "required") continue
           const name = toolNameFor(server.prefix, tool.name)
           if (byName.has(name)) continue // a name the server itself repeats: the first one wins
-          const parameters = tool.inputSchema as Record<string, unknown>
-          const readOnly = options.trustAnnotations === true && tool.annotations?.readOnlyHint === true
-          const definition: ToolDefinition = {
-            name,
-            description: tool.description ?? tool.title ?? "",
-            parameters,
-            ...(readOnly ? { readOnly: true } : {}),
-            ...(server.config.timeoutMs === undefined ? {} : { timeoutMs: server.config.timeoutMs })
-          }
-          byName.set(name, { name, server, tool, definition, check: argumentCheck(parameters) })
+          byName.set(name, toolEntry(server, tool, name))
+        }
+        // the resource tools, unless the server has tools of those names itself
+        if (server.capabilities?.resources !== undefined) {
+          for (const entry of resourceEntries(server)) if (!byName.has(entry.name)) byName.set(entry.name, entry)
         }
       }
       return { definitions: [...byName.values()].map((e) => e.definition), byName }
@@ -481,18 +666,64 @@ export const makeMcpTools = (
           runFork(dropConnection(server, client))
         }
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => refresh(server, client))
+        // The server's requests this client takes time to answer (a question, a completion), each
+        // with an abort of its own: the SDK's handler of `notifications/cancelled` skips a falsy
+        // request id, so it never cancels the first request a server sends (id 0). Cancellation
+        // is handled here instead, for these requests (the others are answered at once).
+        const answering = new Map<string | number, AbortController>()
+        const cancellable = <A>(
+          id: string | number,
+          signal: AbortSignal,
+          answer: (signal: AbortSignal) => Promise<A>
+        ): Promise<A> => {
+          const own = new AbortController()
+          answering.set(id, own)
+          return answer(AbortSignal.any([signal, own.signal])).finally(() => answering.delete(id))
+        }
+        client.setNotificationHandler(CancelledNotificationSchema, (notification) => {
+          const id = notification.params.requestId
+          if (id !== undefined) answering.get(id)?.abort(notification.params.reason)
+        })
         if (elicitation._tag === "Some") {
           const service = elicitation.value
           // form mode only (the capability declares no URL mode); interrupted when the server
-          // cancels the question (the SDK aborts `extra.signal`) or the layer closes
+          // cancels the question or the layer closes
           client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
             const params = request.params
             if (params.mode === "url") return Promise.resolve({ action: "decline" as const })
-            return runPromise(askSafely(service, requestOf(config.name, params)), { signal: extra.signal })
+            return cancellable(
+              extra.requestId,
+              extra.signal,
+              (signal) => runPromise(askSafely(service, requestOf(config.name, params)), { signal })
+            )
               .then((answer) =>
                 answer.action === "accept" ? { action: "accept" as const, content: { ...answer.content } } : answer
               )
           })
+        }
+        if (roots !== undefined) {
+          // the roots as they are when the server asks (`setRoots` tells it when they change)
+          client.setRequestHandler(ListRootsRequestSchema, () => ({
+            roots: (roots ?? []).map((root) => ({
+              uri: root.uri,
+              ...(root.name === undefined ? {} : { name: root.name })
+            }))
+          }))
+        }
+        if (sampling._tag === "Some") {
+          const service = sampling.value
+          // the fallback handler, not `setRequestHandler`: the SDK would check the request with its
+          // schema first and answer a malformed one with the schema library's dump as an internal
+          // error; `answerSampling` checks it with the same schema and names each wrong field
+          // (invalid params). Interrupted when the server cancels the request or the layer closes.
+          client.fallbackRequestHandler = (request, extra) =>
+            request.method === "sampling/createMessage" ?
+              cancellable(
+                request.id,
+                extra.signal,
+                (signal) => runPromise(answerSampling(service, config.name, request, prepareImage), { signal })
+              ) :
+              Promise.reject(new RpcFailure(ErrorCode.MethodNotFound, "Method not found"))
         }
         if (config.transport === "http") {
           const http = transport as StreamableHTTPClientTransport
@@ -531,6 +762,7 @@ export const makeMcpTools = (
         server.transport = transport
         server.scope = scope
         server.listed = tools
+        server.capabilities = client.getServerCapabilities()
         changed = true
         return client
       })
@@ -544,9 +776,95 @@ export const makeMcpTools = (
     yield* Effect.forEach(states, connect, { concurrency: "unbounded", discard: true })
     current()
 
+    // --- requests ------------------------------------------------------------------------------
+    /**
+     * What a failed request means: sent again once when the server never took it (a closed
+     * connection, an HTTP session the server no longer knows, as after a restart), or a message
+     * naming the server and a flag for `details`. A lost connection is dropped (the next request
+     * connects again). `answer` names what a valid answer would have been.
+     */
+    const classify = (
+      server: ServerState,
+      client: Client,
+      error: unknown,
+      answer: string,
+      retried: boolean
+    ): Effect.Effect<{ readonly retry: true } | { readonly text: string; readonly flag: Record<string, unknown> }> =>
+      Effect.gen(function*() {
+        const name = server.config.name
+        const secrets = secretsOfServer(server)
+        if (!retried && neverSent(error)) {
+          yield* dropConnection(server, client)
+          return { retry: true } as const
+        }
+        if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+          yield* dropConnection(server, client)
+          return {
+            text: `MCP server "${name}" disconnected before answering (it is started again on the next call).`,
+            flag: { disconnected: true }
+          }
+        }
+        if (error instanceof AuthFailure) {
+          return { text: redact(error.error.message, secrets), flag: { unauthorized: true } }
+        }
+        if (error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)) {
+          return {
+            text: `MCP server "${name}" refused the call (HTTP ${error.code}): not authorized for it.`,
+            flag: { unauthorized: true }
+          }
+        }
+        if (error instanceof McpError) {
+          return {
+            text: redact(`MCP server "${name}" answered with an error: ${error.message}`, secrets),
+            flag: { mcpError: { code: error.code } }
+          }
+        }
+        if (isZodError(error)) {
+          return {
+            text: `MCP server "${name}" returned a result that is not a valid ${answer}.`,
+            flag: { invalidResult: true }
+          }
+        }
+        yield* dropConnection(server, client)
+        return {
+          text: redact(
+            `Lost the connection to MCP server "${name}": ${
+              messageOf(error)
+            } (it is connected again on the next call).`,
+            secrets
+          ),
+          flag: { disconnected: true }
+        }
+      })
+
+    /** A request of the library's own (prompts), connecting first; its failure as an `McpRequestError`. */
+    const requestServer = <A>(
+      server: ServerState,
+      answer: string,
+      f: (client: Client) => Effect.Effect<A, unknown>,
+      retried = false
+    ): Effect.Effect<A, McpRequestError> =>
+      Effect.gen(function*() {
+        const name = server.config.name
+        const connected = yield* Effect.result(connect(server))
+        if (connected._tag === "Failure") {
+          return yield* new McpRequestError({
+            server: name,
+            message: `MCP server "${name}" is not available: ${connected.failure.message}`
+          })
+        }
+        const client = connected.success
+        const exit = yield* Effect.exit(f(client))
+        if (Exit.isSuccess(exit)) return exit.value
+        const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
+        const outcome = yield* classify(server, client, error, answer, retried)
+        if ("retry" in outcome) return yield* requestServer(server, answer, f, true)
+        return yield* new McpRequestError({ server: name, message: outcome.text })
+      })
+
     // --- calls ---------------------------------------------------------------------------------
     const failure = (call: ToolCall, entry: Entry, text: string, extra: Record<string, unknown> = {}) =>
-      errorResult(call, text, { mcp: { server: entry.server.config.name, tool: entry.tool.name }, ...extra })
+      errorResult(call, text, { mcp: { server: entry.server.config.name, tool: entry.tool }, ...extra })
 
     const callServer = (
       entry: Entry,
@@ -568,82 +886,28 @@ export const makeMcpTools = (
         const pump = yield* Effect.forkChild(
           Stream.runForEach(Stream.fromQueue(progress), (p) => context.reportProgress(p))
         )
-        const exit = yield* Effect.exit(Effect.tryPromise({
-          try: (signal) =>
-            client.callTool({ name: entry.tool.name, arguments: call.arguments }, undefined, {
-              signal,
-              timeout: NO_SDK_TIMEOUT,
-              onprogress: (p) => {
-                Queue.offerUnsafe(progress, p)
-              }
-            }),
-          catch: (error) => error
+        const exit = yield* Effect.exit(entry.send(client, call, (p) => {
+          Queue.offerUnsafe(progress, p)
         }))
         // the notifications that came before the result are reported before it
         yield* Queue.end(progress)
         yield* Fiber.join(pump)
         if (Exit.isFailure(exit)) {
           const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
-          if (!retried && neverSent(error)) {
-            // the server never took the call (a closed connection, an HTTP session the server no
-            // longer knows, as after a restart): connect again and send it once more
-            yield* dropConnection(server, client)
-            return yield* callServer(entry, call, context, true)
-          }
-          if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-            yield* dropConnection(server, client)
-            return failure(
-              call,
-              entry,
-              `MCP server "${name}" disconnected before answering (it is started again on the next call).`,
-              { disconnected: true }
-            )
-          }
-          if (error instanceof AuthFailure) {
-            return failure(call, entry, redact(error.error.message, secretsOfServer(server)), { unauthorized: true })
-          }
-          if (error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)) {
-            return failure(
-              call,
-              entry,
-              `MCP server "${name}" refused the call (HTTP ${error.code}): not authorized for it.`,
-              { unauthorized: true }
-            )
-          }
-          if (error instanceof McpError) {
-            const text = redact(
-              `MCP server "${name}" answered with an error: ${error.message}`,
-              secretsOfServer(server)
-            )
-            return failure(call, entry, text, { mcpError: { code: error.code } })
-          }
-          if (isZodError(error)) {
-            return failure(call, entry, `MCP server "${name}" returned a result that is not a valid MCP tool result.`, {
-              invalidResult: true
-            })
-          }
-          yield* dropConnection(server, client)
-          return failure(
-            call,
-            entry,
-            redact(
-              `Lost the connection to MCP server "${name}": ${messageOf(error)} ` +
-                "(it is connected again on the next call).",
-              secretsOfServer(server)
-            ),
-            { disconnected: true }
-          )
+          const outcome = yield* classify(server, client, error, entry.answer, retried)
+          if ("retry" in outcome) return yield* callServer(entry, call, context, true)
+          return failure(call, entry, outcome.text, outcome.flag)
         }
         // a tool-list change announced before this result is fetched before the result is handed back
         const refreshing = server.refreshing
         if (refreshing !== undefined) yield* Deferred.await(refreshing)
         // a server may echo the token it was sent: it is not handed on (transcript, events, files)
         const secrets = server.oauth === undefined ? [] : secretsOfServer(server)
-        const result = toToolResult(call, name, entry.tool.name, exit.value)
+        const result = exit.value
         return yield* limitResult(
           secrets.length === 0 ? result : redactDeep(result, secrets),
           server.config.maxOutputChars ?? MCP_MAX_OUTPUT_CHARS,
-          options.prepareImage ?? fitServerImage
+          prepareImage
         ).pipe(Effect.provideService(OutputStore, store))
       })
 
@@ -693,8 +957,99 @@ export const makeMcpTools = (
         )
     })
 
+    // --- roots and prompts ---------------------------------------------------------------------
+    const setRoots = (next: ReadonlyArray<McpRoot>): Effect.Effect<void, McpConfigError> =>
+      Effect.gen(function*() {
+        if (roots === undefined) {
+          return yield* new McpConfigError({
+            message: "no roots were offered to the MCP servers (mcpToolsLayer has no roots option), so none can change"
+          })
+        }
+        roots = yield* checkRoots(next)
+        const clients = states.flatMap((s) => (s.client === undefined ? [] : [s.client]))
+        // a server that is gone is told when it connects again (it then asks for the roots)
+        yield* Effect.forEach(clients, (client) => Effect.ignore(request(() => client.sendRootsListChanged())), {
+          concurrency: "unbounded",
+          discard: true
+        })
+      })
+
+    const serverNamed = (name: string): Effect.Effect<ServerState, McpRequestError> => {
+      const found = states.find((s) => s.config.name === name) ?? states.find((s) => s.prefix === name)
+      return found !== undefined ? Effect.succeed(found) : Effect.fail(
+        new McpRequestError({
+          server: name,
+          message: `There is no MCP server "${name}" (servers: ${
+            states.map((s) => s.config.name).join(", ") || "none"
+          }).`
+        })
+      )
+    }
+
+    /** Every prompt of a server (all pages); none from a server that does not offer prompts. */
+    const promptsOf = (server: ServerState): Effect.Effect<Array<McpPrompt>, McpRequestError> =>
+      requestServer(server, "prompts/list result", (client) =>
+        Effect.gen(function*() {
+          if (client.getServerCapabilities()?.prompts === undefined) return []
+          const all: Array<McpPrompt> = []
+          let cursor: string | undefined
+          do {
+            const params = cursor === undefined ? undefined : { cursor }
+            const page = yield* request((sdk) => client.listPrompts(params, sdk))
+            all.push(...page.prompts.map((prompt) => promptOf(server.config.name, prompt)))
+            cursor = page.nextCursor
+          } while (cursor !== undefined)
+          return all
+        }))
+
+    const prompts = (name?: string): Effect.Effect<ReadonlyArray<McpPrompt>, McpRequestError> =>
+      name === undefined ?
+        Effect.map(Effect.forEach(states, promptsOf, { concurrency: "unbounded" }), (lists) => lists.flat()) :
+        Effect.flatMap(serverNamed(name), promptsOf)
+
+    const getPrompt = (
+      serverName: string,
+      name: string,
+      args: Readonly<Record<string, string>> = {}
+    ): Effect.Effect<ReadonlyArray<UserMessage | AssistantMessage>, McpRequestError> =>
+      Effect.gen(function*() {
+        const server = yield* serverNamed(serverName)
+        const listed = yield* promptsOf(server)
+        if (server.capabilities?.prompts === undefined) {
+          return yield* new McpRequestError({
+            server: server.config.name,
+            message: `MCP server "${server.config.name}" offers no prompts.`
+          })
+        }
+        const prompt = listed.find((p) => p.name === name)
+        if (prompt === undefined) {
+          return yield* new McpRequestError({
+            server: server.config.name,
+            message: `MCP server "${server.config.name}" has no prompt "${name}" (its prompts: ${
+              listed.map((p) => p.name).join(", ") || "none"
+            }).`
+          })
+        }
+        const problem = checkPromptArguments(prompt, args)
+        if (problem !== undefined) return yield* new McpRequestError({ server: server.config.name, message: problem })
+        const result = yield* requestServer(
+          server,
+          "prompts/get result",
+          (client) => request((sdk) => client.getPrompt({ name, arguments: { ...args } }, sdk))
+        )
+        const secrets = server.oauth === undefined ? [] : secretsOfServer(server)
+        return yield* promptMessages(
+          server.config.name,
+          secrets.length === 0 ? result.messages : redactDeep(result.messages, secrets),
+          prepareImage
+        )
+      })
+
     return {
       executor,
+      setRoots,
+      prompts,
+      getPrompt,
       definitions: Effect.sync(() => current().definitions),
       tools: Effect.sync(() => [...current().byName.values()].map(asTool)),
       servers: Effect.sync(() =>
@@ -704,7 +1059,9 @@ export const makeMcpTools = (
           transport: s.config.transport,
           connected: s.client !== undefined,
           pid: s.transport !== undefined && "pid" in s.transport ? (s.transport as StdioTransport).pid() : undefined,
-          tools: s.listed.map((t) => t.name)
+          tools: s.listed.map((t) => t.name),
+          resources: s.capabilities?.resources !== undefined,
+          prompts: s.capabilities?.prompts !== undefined
         }))
       )
     }

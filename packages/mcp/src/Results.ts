@@ -24,6 +24,21 @@
 import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "@agentloop/core"
 import { limitText } from "@agentloop/tools"
 import { Effect } from "effect"
+import { convertContent } from "./internal/content.ts"
+
+/**
+ * Where something a model sees came from: the server (as configured) and the server's own name of
+ * the tool; for what came from no tool, the MCP method it came with (`resources/list`,
+ * `resources/read`, `prompts/get`, `sampling/createMessage`), and `uri` for a resource that was read.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface McpSource {
+  readonly server: string
+  readonly tool: string
+  readonly uri?: string | undefined
+}
 
 /**
  * The `details` of a result from an MCP tool.
@@ -32,7 +47,7 @@ import { Effect } from "effect"
  * @category models
  */
 export interface McpResultDetails {
-  readonly mcp: { readonly server: string; readonly tool: string }
+  readonly mcp: McpSource
   readonly structuredContent?: unknown
   readonly audio?: ReadonlyArray<{ readonly mimeType: string; readonly data: string }>
   readonly resourceLinks?: ReadonlyArray<Record<string, unknown>>
@@ -59,15 +74,6 @@ export interface McpCallResult {
   readonly toolResult?: unknown
 }
 
-const str = (value: unknown): string | undefined => typeof value === "string" ? value : undefined
-
-const bytesOfBase64 = (data: string): number => {
-  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0
-  return Math.max(0, Math.floor(data.length * 3 / 4) - padding)
-}
-
-const mimeNote = (mimeType: string | undefined): string => mimeType === undefined ? "" : ` (${mimeType})`
-
 /**
  * The agentloop result for an MCP result (see the table above).
  *
@@ -80,66 +86,7 @@ export const toToolResult = (
   tool: string,
   result: McpCallResult
 ): ToolResultMessage => {
-  const content: Array<TextContent | ImageContent> = []
-  const audio: Array<{ mimeType: string; data: string }> = []
-  const resourceLinks: Array<Record<string, unknown>> = []
-  const resources: Array<{ uri: string; mimeType?: string; blob?: string }> = []
-  for (const part of result.content ?? []) {
-    const mimeType = str(part["mimeType"])
-    switch (part["type"]) {
-      case "text":
-        content.push({ type: "text", text: str(part["text"]) ?? "" })
-        break
-      case "image":
-        content.push({ type: "image", data: str(part["data"]) ?? "", mimeType: mimeType ?? "image/png" })
-        break
-      case "audio": {
-        const data = str(part["data"]) ?? ""
-        content.push({
-          type: "text",
-          text: `[audio${mimeNote(mimeType)}, ${bytesOfBase64(data)} bytes: details.audio[${audio.length}]]`
-        })
-        audio.push({ mimeType: mimeType ?? "application/octet-stream", data })
-        break
-      }
-      case "resource_link": {
-        const description = str(part["description"])
-        content.push({
-          type: "text",
-          text: `[resource link ${str(part["name"]) ?? ""}: ${str(part["uri"]) ?? ""}${mimeNote(mimeType)}${
-            description === undefined ? "" : ` ${description}`
-          }]`
-        })
-        resourceLinks.push(part)
-        break
-      }
-      case "resource": {
-        const resource = (part["resource"] ?? {}) as Record<string, unknown>
-        const uri = str(resource["uri"]) ?? ""
-        const type = str(resource["mimeType"])
-        const text = str(resource["text"])
-        const blob = str(resource["blob"])
-        const index = resources.length
-        if (text !== undefined) {
-          content.push({ type: "text", text: `[resource ${uri}${mimeNote(type)}]\n${text}` })
-          resources.push({ uri, ...(type === undefined ? {} : { mimeType: type }) })
-        } else if (blob !== undefined && type?.startsWith("image/") === true) {
-          content.push({ type: "image", data: blob, mimeType: type })
-          resources.push({ uri, mimeType: type })
-        } else {
-          const data = blob ?? ""
-          content.push({
-            type: "text",
-            text: `[resource ${uri}${mimeNote(type)}, ${bytesOfBase64(data)} bytes: details.resources[${index}]]`
-          })
-          resources.push({ uri, ...(type === undefined ? {} : { mimeType: type }), blob: data })
-        }
-        break
-      }
-      default:
-        content.push({ type: "text", text: `[unsupported MCP content: ${JSON.stringify(part["type"])}]` })
-    }
-  }
+  const { audio, content, resourceLinks, resources } = convertContent(result.content ?? [], true)
   if (content.length === 0 && result.structuredContent !== undefined) {
     content.push({ type: "text", text: JSON.stringify(result.structuredContent) })
   }
@@ -176,7 +123,7 @@ export const toToolResult = (
  */
 export type PrepareImage = (
   image: ImageContent,
-  source: { readonly server: string; readonly tool: string }
+  source: McpSource
 ) => Effect.Effect<ReadonlyArray<TextContent | ImageContent>>
 
 /**

@@ -9,11 +9,12 @@ import {
   headlessAuthorizationLayer,
   loginMcpServer,
   logoutMcpServer,
+  loopbackAuthorizationLayer,
   McpTokenStore,
   memoryTokenStoreLayer,
   tokenFile
 } from "@agentloop/mcp"
-import type { McpServerConfig } from "@agentloop/mcp"
+import type { HttpServerConfig } from "@agentloop/mcp"
 import { toolCall, turn } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -24,7 +25,7 @@ import { join } from "node:path"
 import { startOAuthServer } from "./fixtures/oauth-server.ts"
 import { resultsOf, runWithMcp, serversLayer, textOf } from "./helpers.ts"
 
-const config = (url: string): McpServerConfig => ({ name: "secure", transport: "http", url })
+const config = (url: string): HttpServerConfig => ({ name: "secure", transport: "http", url })
 
 const everything = (value: unknown): string => JSON.stringify(value)
 
@@ -130,4 +131,68 @@ describe("OAuth", () => {
       yield* logoutMcpServer({ server: "secure", url: server.url }).pipe(Effect.provide(stores))
       assert.deepStrictEqual(readdirSync(directory), [])
     }))
+
+  describe("loopbackAuthorizationLayer", () => {
+    /** The browser's part, done by the test: what it was shown, and what the redirect page said. */
+    const browser = (visit: (url: URL) => Promise<string>) => {
+      const shown: Array<{ readonly url: string; readonly server: string }> = []
+      const pages: Array<string> = []
+      const layer = loopbackAuthorizationLayer({
+        open: (url, server) =>
+          Effect.promise(async () => {
+            shown.push({ url, server: server.server })
+            pages.push(await visit(new URL(url)))
+          })
+      })
+      return { shown, pages, layer }
+    }
+    const redirectOf = (url: URL) => new URL(url.searchParams.get("redirect_uri") ?? "")
+    const text = (response: Response) => response.text()
+
+    it.effect("shows the URL, takes the code the browser brings back to 127.0.0.1, and stops listening", () =>
+      Effect.gen(function*() {
+        const server = yield* startOAuthServer()
+        const storeContext = yield* Layer.build(memoryTokenStoreLayer())
+        const user = browser(async (url) => {
+          // a request for something else is not the callback
+          const other = await fetch(new URL("/favicon.ico", redirectOf(url)))
+          assert.strictEqual(other.status, 404)
+          // the authorization server approves and sends the browser back to the redirect URL
+          return text(await fetch(url))
+        })
+        yield* loginMcpServer(config(server.url)).pipe(Effect.provide(user.layer), Effect.provide(storeContext))
+        assert.strictEqual(server.authorizations, 1)
+        assert.strictEqual(user.shown.length, 1)
+        assert.strictEqual(user.shown[0]!.server, "secure")
+        const redirect = redirectOf(new URL(user.shown[0]!.url))
+        assert.strictEqual(redirect.hostname, "127.0.0.1")
+        assert.strictEqual(redirect.pathname, "/callback")
+        assert.include(user.pages[0], "Authorized. You can close this tab.")
+        const stored = yield* Effect.gen(function*() {
+          return yield* (yield* McpTokenStore).load({ server: "secure", url: server.url })
+        }).pipe(Effect.provide(storeContext))
+        assert.strictEqual(stored?.tokens?.["access_token"], server.issued[0])
+        // the listener is closed once the login is done
+        const after = yield* Effect.promise(() => fetch(redirect).then(() => "answered", () => "refused"))
+        assert.strictEqual(after, "refused")
+      }))
+
+    it.effect("a refusal brought back to the redirect URL fails the login, saying so", () =>
+      Effect.gen(function*() {
+        const server = yield* startOAuthServer()
+        const user = browser(async (url) => {
+          const back = redirectOf(url)
+          back.searchParams.set("error", "access_denied")
+          back.searchParams.set("state", url.searchParams.get("state") ?? "")
+          return text(await fetch(back))
+        })
+        const error = yield* Effect.flip(
+          loginMcpServer(config(server.url)).pipe(Effect.provide(Layer.merge(user.layer, memoryTokenStoreLayer())))
+        )
+        assert.strictEqual(error._tag, "McpAuthError")
+        assert.include(error.message, "the authorization server refused: access_denied")
+        assert.include(user.pages[0], "Not authorized")
+        assert.strictEqual(server.issued.length, 0)
+      }))
+  })
 })

@@ -59,6 +59,60 @@ describe("the mcpServers section", () => {
       }
     }))
 
+  it.effect("an HTTP entry's oauth (credentials, scope, grant, key) or false reaches the server config", () =>
+    Effect.gen(function*() {
+      const servers = yield* decodeMcpServers({
+        registered: {
+          url: "https://mcp.example.com/mcp",
+          oauth: { clientId: "agentloop", clientSecret: "s3cret-value", scope: "read write" }
+        },
+        machine: {
+          url: "https://api.example.com/mcp",
+          oauth: {
+            grant: "client_credentials",
+            clientId: "ci",
+            privateKey: "-----BEGIN PRIVATE KEY-----",
+            signingAlgorithm: "RS256"
+          }
+        },
+        published: {
+          url: "https://docs.example.com/mcp",
+          oauth: { clientMetadataUrl: "https://agentloop.dev/client.json" }
+        },
+        off: { url: "https://plain.example.com/mcp", oauth: false }
+      })
+      assert.deepStrictEqual(servers.map((s) => (s.transport === "http" ? s.oauth : "stdio")), [
+        { clientId: "agentloop", clientSecret: "s3cret-value", scope: "read write" },
+        {
+          grant: "client_credentials",
+          clientId: "ci",
+          privateKey: "-----BEGIN PRIVATE KEY-----",
+          signingAlgorithm: "RS256"
+        },
+        { clientMetadataUrl: "https://agentloop.dev/client.json" },
+        false
+      ])
+    }))
+
+  it.effect("a malformed oauth names the field, never the value", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<[unknown, RegExp]> = [
+        [
+          { grant: "password", clientSecret: "s3cret-value" },
+          /Expected "authorization_code" \| "client_credentials"\n\s+at \["r"\]\["oauth"\]\["grant"\]/
+        ],
+        ["s3cret-value", /Expected object \| false\n\s+at \["r"\]\["oauth"\]/],
+        [true, /Expected object \| false\n\s+at \["r"\]\["oauth"\]/],
+        [{ clientId: "", clientSecret: "s3cret-value" }, /at \["r"\]\["oauth"\]\["clientId"\]/]
+      ]
+      for (const [oauth, expected] of cases) {
+        const error = yield* Effect.flip(decodeMcpServers({ r: { url: "https://mcp.example.com/mcp", oauth } }))
+        assert.strictEqual(error._tag, "McpConfigError")
+        assert.match(error.message, expected)
+        assert.notInclude(error.message, "s3cret-value")
+      }
+    }))
+
   it("is a Schema a config file's schema can embed", () => {
     const Config = Schema.Struct({ mcpServers: Schema.optionalKey(McpServersSection) })
     const decoded = Schema.decodeUnknownSync(Config)({ mcpServers: { a: { command: "a" } } })

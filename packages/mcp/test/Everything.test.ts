@@ -4,9 +4,9 @@
  * every kind of result it has (text, image, structured content, resource links, embedded
  * resources, progress), arguments refused before the call, and its environment.
  */
-import { McpTools } from "@agentloop/mcp"
+import { acceptDefaults, elicitationLayer, McpTools, modelSamplingLayer, rootOfDirectory } from "@agentloop/mcp"
 import type { McpServerConfig } from "@agentloop/mcp"
-import { toolCall, turn } from "@agentloop/testkit"
+import { scriptedModelLayer, toolCall, turn } from "@agentloop/testkit"
 import { NodeServices } from "@effect/platform-node"
 import { afterAll, assert, describe, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Layer, Scope, Stream } from "effect"
@@ -137,6 +137,34 @@ describe("server-everything over stdio", { timeout: 30_000 }, () => {
         const status = (yield* (yield* McpTools).servers)[0]!
         assert.include(status.tools, "simulate-research-query")
         assert.notInclude(definitions.map((d) => d.name), "everything__simulate-research-query")
+      }))
+  })
+})
+
+describe("server-everything with a client that answers what servers ask", { timeout: 30_000 }, () => {
+  const answering = Layer.mergeAll(
+    elicitationLayer((request) => Effect.succeed(acceptDefaults(request))),
+    modelSamplingLayer().pipe(Layer.provide(scriptedModelLayer([])))
+  )
+  const clientLayer = serversLayer([
+    { name: "everything", transport: "stdio", command: node, args: [everything, "stdio"] }
+  ], { roots: [rootOfDirectory(process.cwd())] }).pipe(Layer.provide(answering))
+
+  layer(clientLayer, { timeout: "60 seconds" })((it) => {
+    it.effect("every tool is offered but URL elicitation and the tools that need MCP tasks", () =>
+      Effect.gen(function*() {
+        const mcp = yield* McpTools
+        const offered = new Set((yield* mcp.definitions).map((d) => d.name))
+        const [status] = yield* mcp.servers
+        const left = status!.tools.filter((tool) => !offered.has(`everything__${tool}`))
+        assert.deepStrictEqual(left, ["simulate-research-query"])
+        for (const tool of ["get-roots-list", "trigger-elicitation-request", "trigger-sampling-request"]) {
+          assert.isTrue(offered.has(`everything__${tool}`), tool)
+        }
+        // the server lists neither URL elicitation nor the async tools to a client without them
+        assert.notInclude(status!.tools, "trigger-url-elicitation")
+        assert.notInclude(status!.tools, "trigger-sampling-request-async")
+        assert.isTrue(offered.has("everything__list_resources") && offered.has("everything__read_resource"))
       }))
   })
 })

@@ -1,5 +1,12 @@
 import { callbackSinkLayer, Executor, runAgentLoop } from "@agentloop/core"
-import type { AgentLoopOptions, AgentRunResult, LoopEvent, Message, ToolResultMessage } from "@agentloop/core"
+import type {
+  AgentLoopOptions,
+  AgentRunResult,
+  LoopEvent,
+  Message,
+  ToolContext,
+  ToolResultMessage
+} from "@agentloop/core"
 import { McpTools, mcpToolsLayer } from "@agentloop/mcp"
 import type { McpServerConfig, McpToolsOptions } from "@agentloop/mcp"
 import { checkInvariants, makeScriptedModel, runScripted, user } from "@agentloop/testkit"
@@ -29,6 +36,33 @@ export const fakeServer = (name = "fake", extra: Partial<McpServerConfig> = {}):
   args: [...stripTypes, fileURLToPath(new URL("./fixtures/misbehaving-server.ts", import.meta.url))],
   ...extra
 } as McpServerConfig)
+
+/** The capable fixture server (resources, prompts, roots and sampling) as a stdio server config. */
+export const capableServer = (name = "capable", extra: Partial<McpServerConfig> = {}): McpServerConfig => ({
+  name,
+  transport: "stdio",
+  command: node,
+  args: [...stripTypes, fileURLToPath(new URL("./fixtures/capable-server.ts", import.meta.url))],
+  ...extra
+} as McpServerConfig)
+
+/** A tool context for calling an executor directly (no run). */
+export const toolContext = (name: string): ToolContext => ({
+  signal: new AbortController().signal,
+  reportProgress: () => Effect.void,
+  toolCallId: `call-${name}`,
+  toolName: name
+})
+
+/** Calls a tool of the `McpTools` in context directly, without a run. */
+export const callTool = (name: string, args: Record<string, unknown> = {}) =>
+  Effect.gen(function*() {
+    const mcp = yield* McpTools
+    return yield* mcp.executor.execute(
+      { type: "toolCall", id: `call-${name}`, name, arguments: args },
+      toolContext(name)
+    )
+  })
 
 /** The entry script of a server package from the registry. */
 export const serverBin = (pkg: string): string => require.resolve(`${pkg}/dist/index.js`)
