@@ -26,6 +26,7 @@ import { attach } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
+import { makeMcpUi, mcpPromptText } from "./internal/McpPrompts.ts"
 import { makeModelSwitch, modelsOverview, THINKING_LEVELS, toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import type { Thinking } from "./internal/Setup.ts"
 import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
@@ -132,6 +133,8 @@ interface Agent {
   readonly setModel: (name: string) => Effect.Effect<void, CliError>
   /** `/model` alone: the model in use, the provider's list, the known models. */
   readonly listModels: Effect.Effect<string>
+  /** `/server:prompt args`: an MCP server's prompt as the text of the next turn. */
+  readonly mcpPrompt: (spec: string, args: string) => Effect.Effect<string, CliError>
   /** `/thinking LEVEL`. */
   readonly setThinking: (level: Thinking) => Effect.Effect<void, CliError>
   /** The session's permission mode and rules (`/mode` switches the mode). */
@@ -260,7 +263,11 @@ const makeAgent = (
       )
     }
     const models = yield* makeModelSwitch(settings, settings.model)
-    const tools = yield* toolsLayer(root, settings, flags).pipe(Effect.mapError((e) => new CliError(e.message)))
+    // MCP servers' questions and sampling requests: answered on the terminal once it is set up (below)
+    const mcpUi = makeMcpUi()
+    const tools = yield* toolsLayer(root, settings, flags, { ui: mcpUi, model: models.model }).pipe(
+      Effect.mapError((e) => new CliError(e.message))
+    )
     const executor = yield* Layer.build(tools).pipe(
       Effect.mapError((e) =>
         new CliError(e._tag === "PlatformError" ? `cannot open the workspace ${root}: ${e.message}` : e.message)
@@ -366,6 +373,10 @@ const makeAgent = (
     })
     const record = (r: ApprovalRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (at) => session.append({ type: "approval", at, ...r }))
+    mcpUi.ask = input.interactive ? (question) => renderer.hold(input.read(question, { history: false })) : undefined
+    mcpUi.print = (line) => renderer.line(line)
+    mcpUi.allowSampling = () => permissions.mode === "yes"
+    mcpUi.addUsage = (usage) => session.addUsage(usage)
 
     // the engine the flags pick, on the model in use and the tools
     const engineLayer = flags.durable ?
@@ -504,6 +515,7 @@ const makeAgent = (
       }),
       permissions,
       listModels: modelsOverview(models),
+      mcpPrompt: (spec, args) => mcpPromptText(executor as Context.Context<never>, spec, args),
       setThinking: (level) =>
         Effect.gen(function*() {
           yield* models.setThinking(level)
@@ -684,6 +696,7 @@ const HELP = [
   "/thinking LEVEL  the model's thinking: off, low, medium, high",
   "/mode [MODE]     show or switch the permission mode: ask, accept-edits, read-only (plan), yes",
   "/clear           start a new session",
+  "/SERVER:PROMPT   an MCP server's prompt as the next message (args: key=value, or the text for one argument)",
   "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
   "/edit            write the message in $EDITOR (Ctrl-G too)",
   "/exit            leave (or Ctrl-D, also while a run works); Ctrl-C aborts a run, twice within 2 s exits",
@@ -751,6 +764,14 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
         } else if (command === "/model") {
           if (arg.length === 0) out(`${yield* agent.listModels}\n`)
           else yield* agent.setModel(arg).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+        } else if (/^\/[^:\s/]+:\S+$/.test(command!)) {
+          // an MCP server's prompt, filled in, as the next turn
+          const text = yield* agent.mcpPrompt(command!.slice(1), arg).pipe(
+            Effect.catch((e) => Effect.as(Effect.sync(() => agent.err(e.message)), undefined))
+          )
+          if (text !== undefined) {
+            yield* agent.runPrompt(text, { mentions: false }).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+          }
         } else out(`unknown command ${command} (/help)\n`)
         continue
       }

@@ -18,6 +18,8 @@ import type { Duration, Scope } from "effect"
 import { realpathSync, statSync } from "node:fs"
 import * as nodePath from "node:path"
 import { CliError } from "../CliError.ts"
+import { mcpUiLayers } from "./McpPrompts.ts"
+import type { McpUi } from "./McpPrompts.ts"
 import type { Settings } from "../Config.ts"
 import { stripControl } from "../Sanitize.ts"
 import { THINKING_LEVELS } from "./Names.ts"
@@ -142,22 +144,25 @@ export const modelOf = (settings: Settings, model: string, thinking: Thinking = 
 export const toolsLayer = (
   root: string,
   settings: Settings,
-  flags: { readonly mcp: ReadonlyArray<string>; readonly mcpUrl: ReadonlyArray<string> }
+  flags: { readonly mcp: ReadonlyArray<string>; readonly mcpUrl: ReadonlyArray<string> },
+  /** How the servers' questions and sampling requests reach the user and the model. */
+  mcpAnswers?: { readonly ui: McpUi; readonly model: Model["Service"] }
 ) =>
   Effect.gen(function*() {
     const hideEnv = settings.apiKeyEnv === undefined ? [] : [settings.apiKeyEnv]
     const coding = codingToolsLayer(root, { bash: { hideEnv } })
     // the MCP client (and its SDK) loads only when a server is configured
     if (settings.mcpServers === undefined && flags.mcp.length === 0 && flags.mcpUrl.length === 0) return coding
-    const { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, serversFromFlags } = yield* Effect.promise(() =>
-      import("@agentloop/mcp")
-    )
+    const { decodeMcpServers, mcpExecutorLayer, mcpToolsLayer, rootOfDirectory, serversFromFlags } = yield* Effect
+      .promise(() => import("@agentloop/mcp"))
     const fromFile = settings.mcpServers === undefined ? [] : yield* decodeMcpServers(settings.mcpServers)
     const fromFlags = yield* serversFromFlags({ mcp: flags.mcp, mcpUrl: flags.mcpUrl }, fromFile.map((s) => s.name))
     const servers = [...fromFile, ...fromFlags]
     if (servers.length === 0) return coding
+    // the servers' roots are the workspace; their questions and sampling requests go to the user
+    const answers = mcpAnswers === undefined ? Layer.empty : yield* mcpUiLayers(mcpAnswers.ui, mcpAnswers.model)
     return mcpExecutorLayer(codingTools).pipe(
-      Layer.provideMerge(mcpToolsLayer(servers)),
+      Layer.provideMerge(mcpToolsLayer(servers, { roots: [rootOfDirectory(root)] }).pipe(Layer.provide(answers))),
       // cut outputs (bash's, the MCP servers') are kept in the workspace, as codingToolsLayer keeps them
       Layer.provide(outputStoreLayer),
       Layer.provide(workspaceLayer(root)),
