@@ -201,7 +201,7 @@ describe("bash", () => {
       })
     ))
 
-  it.effect("details give the size of the whole output, not of the text shown: lines and bytes, none for no output", () =>
+  it.effect("details give the whole output's size, not the shown text's: lines and bytes, none for no output", () =>
     inWorkspace(() =>
       Effect.gen(function*() {
         const long = yield* bashTool.execute({ command: "seq 1 300000; printf 'no newline é'" }, context())
