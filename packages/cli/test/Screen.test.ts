@@ -42,7 +42,7 @@ describe("screen: output above, a live footer below", () => {
     assert.deepStrictEqual(vt.screen().slice(0, 4), ["assistant Working on it now.", "next line", "done", ""])
   })
 
-  it("at the bottom of the screen the output scrolls and the footer stays below it, never in the scrollback", async () => {
+  it("at the bottom of the screen the output scrolls; the footer stays below, out of the scrollback", async () => {
     const { screen, settle, vt } = onTerminal(30, 6)
     screen.setBlock("status", { lines: ["⠋ bash seq 1 9 0.1s"] })
     screen.setBlock("input", typed("steer"))
@@ -60,7 +60,7 @@ describe("screen: output above, a live footer below", () => {
     assert.deepStrictEqual(vt.screen(), [...expected.slice(-4), "⠋ bash seq 1 9 25.0s", "» steer"])
   })
 
-  it("footer lines are cut to the width; the typed text wraps, and a full row puts the cursor on the next", async () => {
+  it("footer lines are cut to the width; typed text wraps, and a full row puts the cursor on the next", async () => {
     const { screen, settle, vt } = onTerminal(12, 8)
     screen.setBlock("queue", { lines: ["⇢ steering: a very long message indeed"] })
     screen.setBlock("input", typed("0123456789abcdefghijklmnopqrstuv"))

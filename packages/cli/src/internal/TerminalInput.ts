@@ -517,7 +517,15 @@ export const makeTerminalInput = (
         }
         child.on("exit", (code) => done(code))
         child.on("error", () => done(127))
-        return Effect.sync(() => child.kill("SIGKILL"))
+        // the program leaving meanwhile takes the pager down
+        const watcher = Effect.runFork(
+          Deferred.await(controller.exit).pipe(Effect.andThen(Effect.sync(() => child.kill("SIGKILL"))))
+        )
+        child.on("exit", () => watcher.interruptUnsafe())
+        return Effect.sync(() => {
+          watcher.interruptUnsafe()
+          child.kill("SIGKILL")
+        })
       }))
 
     return {
