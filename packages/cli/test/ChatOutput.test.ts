@@ -17,6 +17,15 @@ import {
 import type { Running, Screen } from "./helpers/agent.ts"
 
 const SIZE = { cols: 110, rows: 40 }
+
+/** `startCli` for one test: a test that fails midway leaves no CLI behind (its terminal closes: SIGHUP). */
+const starter = (onTestFinished: (f: () => void) => void) => (...args: Parameters<typeof startCli>): Running => {
+  const cli = startCli(...args)
+  onTestFinished(() => {
+    if (cli.child.exitCode === null) cli.child.kill("SIGKILL")
+  })
+  return cli
+}
 const ALT_ENTER = "\u001b\r"
 const ESC = "\u001b"
 
@@ -36,7 +45,8 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
   it(
     "bash shows its last lines with the true count and a note that the model got it cut; an edit shows its " +
       "diff; /last prints the whole output, in $PAGER when it is longer than the screen",
-    async () => {
+    async ({ onTestFinished }) => {
+      const start = starter(onTestFinished)
       const ws = makeWorkspace()
       const server = await scriptServer([
         { calls: [{ id: "c1", name: "bash", args: { command: "seq 1 300000" } }] },
@@ -48,7 +58,7 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
       try {
         // the pager: keeps what it is given and says so
         const env = testEnv(ws, { PAGER: `cat > ${join(ws, "paged.txt")}; echo PAGER-DONE` })
-        const cli = startCli(["chat", "--yes", ...providerFlags(server)], { cwd: ws, env, pty: true, size: SIZE })
+        const cli = start(["chat", "--yes", ...providerFlags(server)], { cwd: ws, env, pty: true, size: SIZE })
         await prompt(cli, "count to 300000")
         let screen = await cli.waitForScreen((s) => s.all.includes("assistant counted.") && isAtPrompt(s))
         const [done] = rowsStarting(screen, "✓ bash seq 1 300000")
@@ -91,7 +101,10 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
     240_000
   )
 
-  it("--continue and --resume first show the conversation so far: prompts, answers, one line per call", async () => {
+  it("--continue and --resume first show the conversation so far: prompts, answers, one line per call", async ({
+    onTestFinished
+  }) => {
+    const start = starter(onTestFinished)
     const ws = makeWorkspace()
     const server = await scriptServer([
       { text: "Counting.", calls: [{ id: "c1", name: "bash", args: { command: "seq 1 3" } }] },
@@ -100,11 +113,11 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
     ])
     try {
       const env = testEnv(ws)
-      const first = startCli(["run", "--yes", ...providerFlags(server), "count to three"], { cwd: ws, env })
+      const first = start(["run", "--yes", ...providerFlags(server), "count to three"], { cwd: ws, env })
       assert.strictEqual((await first.exitedWithin(120_000)).code, 0, first.stderr())
       const id = sessionFiles(ws)[0]!.split("/").pop()!.replace(".jsonl", "")
       for (const flags of [["--continue"], ["--resume", id]]) {
-        const cli = startCli(["chat", ...flags, ...providerFlags(server)], { cwd: ws, env, pty: true, size: SIZE })
+        const cli = start(["chat", ...flags, ...providerFlags(server)], { cwd: ws, env, pty: true, size: SIZE })
         const screen = await cli.waitForScreen(isAtPrompt)
         const from = screen.all.indexOf("── the conversation so far ──")
         assert.isAtLeast(from, 0, screen.all.join("\n"))
@@ -119,7 +132,7 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
         assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
       }
       // a new session shows no history
-      const fresh = startCli(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true, size: SIZE })
+      const fresh = start(["chat", ...providerFlags(server)], { cwd: ws, env, pty: true, size: SIZE })
       const screen = await fresh.waitForScreen(isAtPrompt)
       assert.notInclude(screen.all, "── the conversation so far ──")
       fresh.write("/exit\r")
@@ -132,7 +145,8 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
   it(
     "text typed while a run works waits on its own line below the output, never inside the streaming answer; " +
       "Enter sends it as steering (after the batch's results), Alt+Enter as a follow-up (after the run)",
-    async () => {
+    async ({ onTestFinished }) => {
+      const start = starter(onTestFinished)
       const ws = makeWorkspace()
       let release: () => void = () => {}
       const answerHeld = new Promise<void>((resolve) => (release = resolve))
@@ -143,7 +157,7 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
         { text: "followed up." }
       ])
       try {
-        const cli = startCli(["chat", "--yes", ...providerFlags(server)], {
+        const cli = start(["chat", "--yes", ...providerFlags(server)], {
           cwd: ws,
           env: testEnv(ws),
           pty: true,
@@ -200,7 +214,8 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
 
   it(
     "Esc aborts the run as Ctrl-C does: the call is killed and paired, the prompt comes back; typed text stays",
-    async () => {
+    async ({ onTestFinished }) => {
+      const start = starter(onTestFinished)
       const ws = makeWorkspace()
       const sleep = uniqueSleep()
       const server = await scriptServer([
@@ -208,7 +223,7 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
         { text: "after" }
       ])
       try {
-        const cli = startCli(["chat", "--yes", ...providerFlags(server)], {
+        const cli = start(["chat", "--yes", ...providerFlags(server)], {
           cwd: ws,
           env: testEnv(ws),
           pty: true,
