@@ -24,19 +24,22 @@ import { historyFile, openHistory } from "./History.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
 import { attach } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
+import { lastOutput } from "./internal/LastOutput.ts"
+import { makeMcpUi, mcpPromptText } from "./internal/McpPrompts.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
-import { makeMcpUi, mcpPromptText } from "./internal/McpPrompts.ts"
 import { makeModelSwitch, modelsOverview, THINKING_LEVELS, toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import type { Thinking } from "./internal/Setup.ts"
+import { makeSteering } from "./internal/Steering.ts"
 import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
 import { eventLine, makeJsonRenderer, resultLine } from "./JsonOutput.ts"
 import { PERMISSION_MODES } from "./Permissions.ts"
 import type { PermissionMode } from "./Permissions.ts"
-import { makeRenderer } from "./Renderer.ts"
+import { describeHistory, makeRenderer } from "./Renderer.ts"
 import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
 import { stripControl } from "./Sanitize.ts"
+import { makeScreen, useScreen } from "./Screen.ts"
 import { createSession, listSessions, openSession, readSession, SESSIONS_FOLDER } from "./Sessions.ts"
 import type { SessionLog } from "./Sessions.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
@@ -144,6 +147,10 @@ interface Agent {
   readonly sessionFile: () => string
   /** The session's id, provider and model (for `run --json`'s first line). */
   readonly sessionInfo: () => { readonly id: string; readonly provider?: string; readonly model?: string }
+  /** The session's conversation so far, told compactly (`--continue`, `--resume`). */
+  readonly showHistory: Effect.Effect<void>
+  /** `/last`: the whole output of the last tool calls. */
+  readonly showLast: Effect.Effect<void>
 }
 
 const lastCompaction = (log: SessionLog): CompactionState | undefined => {
@@ -240,17 +247,32 @@ const makeAgent = (
     const display = options.output === undefined && options.json !== true ? process.stdout : process.stderr
     const style = makeStyle(wantsColor(display.isTTY, process.env))
     const errStyle = makeStyle(wantsColor(process.stderr.isTTY, process.env))
-    // (the controller shows no notice once the output is gone)
-    const controller = yield* installController((text) => {
-      if (!display.destroyed) display.write(`${style.yellow(text)}\n`)
+    // the display: output above, the live footer (status line, the line typed while a run works) below
+    let outputClosed = () => false
+    const screen = makeScreen({
+      write: (text) => {
+        if (!outputClosed() && !display.destroyed) display.write(text)
+      },
+      live: display.isTTY === true,
+      columns: () => display.columns,
+      rows: () => display.rows
     })
+    yield* useScreen(screen)
+    // (the controller shows no notice once the output is gone)
+    const controller = yield* installController((text) => screen.write(`${style.yellow(text)}\n`))
     // the controller decides when the output is gone; nothing is written after that
-    const safeWrite = (stream: NodeJS.WriteStream) => (text: string) => {
-      if (controller.outputClosed() || stream.destroyed) return
-      stream.write(text)
+    outputClosed = controller.outputClosed
+    const out = options.quiet === true ? () => {} : screen.write
+    // stdout for `--json`'s lines (nothing once the output is gone)
+    const writeStdout = (text: string) => {
+      if (!controller.outputClosed() && !process.stdout.destroyed) process.stdout.write(text)
     }
-    const out = options.quiet === true ? () => {} : safeWrite(display)
-    const err = safeWrite(process.stderr)
+    // (stderr on the display's terminal goes above its footer too)
+    const err = (text: string) => {
+      if (controller.outputClosed() || process.stderr.destroyed) return
+      if (screen.live && process.stderr.isTTY === true) screen.write(text)
+      else process.stderr.write(text)
+    }
     const settings = yield* resolveSettings(flags, root, process.env).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
@@ -274,12 +296,14 @@ const makeAgent = (
       )
     )
     const renderer = options.json === true ?
-      makeJsonRenderer(safeWrite(process.stdout), out) :
+      makeJsonRenderer(writeStdout, out) :
       yield* makeRenderer({
         write: out,
         style,
         live: display.isTTY === true && options.quiet !== true,
-        columns: display.columns
+        columns: display.columns,
+        screen,
+        expandHint: options.chat === true ? "/last shows all" : undefined
       })
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
     // the prompt history of this project, for chat on a terminal
@@ -289,7 +313,9 @@ const makeAgent = (
     const input = yield* makeLineInput(controller, {
       history,
       leaveOnEof: options.chat === true,
-      complete: mentionCompleter(root)
+      complete: mentionCompleter(root),
+      screen,
+      style
     })
 
     // the system prompt of a new session: the built-in one (or its replacement), the config's addition, AGENTS.md
@@ -422,21 +448,38 @@ const makeAgent = (
       RunEngine
     )
 
-    /** Runs on the engine: the events go to the session file and the terminal; the end is recorded. */
+    /**
+     * Runs on the engine: the events go to the session file and the terminal; the end is recorded. In
+     * chat, what is typed meanwhile goes to the run (steering, follow-ups), or waits for the next
+     * prompt (a slash command, or a message the run ended without taking).
+     */
     const runOn = (request: RunRequest, messages: boolean) =>
       Effect.gen(function*() {
-        const result = yield* engine.run(
-          request,
-          (event) =>
-            Effect.andThen(
+        const steering = options.chat === true ? yield* makeSteering(screen, style) : undefined
+        const run = engine.run(
+          steering === undefined ? request : { ...request, inbox: steering.inbox },
+          (event) => {
+            steering?.seen(event)
+            return Effect.andThen(
               session.record(messages)(event),
               event.type !== "turn_start" ?
                 renderer.render(event) :
                 options.json === true ?
-                Effect.sync(() => safeWrite(process.stdout)(`${eventLine(event)}\n`)) :
+                Effect.sync(() => writeStdout(`${eventLine(event)}\n`)) :
                 Effect.void
             )
+          }
         )
+        const result = steering === undefined ?
+          yield* run :
+          yield* input.whileRunning(run, (text, kind) =>
+            Effect.gen(function*() {
+              if (text.trim().startsWith("/")) return steering.hold(text)
+              const attached = yield* attach(root, text)
+              for (const note of attached.notes) yield* renderer.line(style.dim(stripControl(note)))
+              yield* steering.push(kind, text, attached.content)
+            }).pipe(Effect.catch((e) => Effect.sync(() => report(`not sent: ${e.message}`)))))
+        for (const text of steering?.leftovers() ?? []) input.queue(text)
         if (result === undefined) return undefined
         yield* session.endRun(result, request.runId)
         const usage = session.usage()
@@ -547,7 +590,21 @@ const makeAgent = (
           ...(settings.provider === undefined ? {} : { provider: settings.provider }),
           ...(model === undefined ? {} : { model })
         }
-      }
+      },
+      showHistory: Effect.suspend(() => {
+        const lines = describeHistory(session.history(), { style })
+        return lines.length === 0 ?
+          Effect.void :
+          Effect.sync(() =>
+            out(`${[style.dim("── the conversation so far ──"), ...lines, style.dim("──")].join("\n")}\n`)
+          )
+      }),
+      showLast: Effect.gen(function*() {
+        // (no colours: a pager may not show them)
+        const text = yield* lastOutput(root, session.history(), makeStyle(false))
+        if (text === undefined) out(`${style.dim("no tool call yet")}\n`)
+        else yield* input.page(text)
+      })
     } satisfies Agent
   })
 
@@ -691,6 +748,7 @@ const interruptedTask = (root: string, task: string) =>
 const HELP = [
   "/help            this list",
   "/cost            tokens and money of the last run and of the session",
+  "/last            the whole output of the last tool call(s) (in $PAGER when it is longer than the screen)",
   "/compact         summarise older turns now (the session file keeps everything)",
   "/model [NAME]    list the models, or switch (PROVIDER:NAME switches provider too)",
   "/thinking LEVEL  the model's thinking: off, low, medium, high",
@@ -699,7 +757,8 @@ const HELP = [
   "/SERVER:PROMPT   an MCP server's prompt as the next message (args: key=value, or the text for one argument)",
   "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
   "/edit            write the message in $EDITOR (Ctrl-G too)",
-  "/exit            leave (or Ctrl-D, also while a run works); Ctrl-C aborts a run, twice within 2 s exits",
+  "/exit            leave (or Ctrl-D, also while a run works); Ctrl-C or Esc aborts a run, two Ctrl-C in 2 s exit",
+  "While a run works: type, then Enter steers it now (at its next safe point), Alt-Enter sends after the run.",
   "@path            attach a workspace file (Tab completes paths); an image (PNG, JPEG, GIF, WebP) goes as an image",
   "A new line: Ctrl-J, Alt-Enter, Shift-Enter (where the terminal tells it), or \\ at the end of a line.",
   "A paste is one message. ↑/↓ recall earlier messages (kept per project), Ctrl-R searches them."
@@ -718,6 +777,7 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
     const { style, out } = agent
     out(`${style.bold("agentloop chat")} ${style.dim(`${agent.describe()} · ${agent.root}`)}\n`)
     out(`${style.dim(`session ${agent.sessionFile()} · /help for commands`)}\n`)
+    if (flags.continue || Option.isSome(flags.resume)) yield* agent.showHistory
     yield* agent.resumePending.pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
     let edit = false
     while (!agent.controller.exitRequested()) {
@@ -741,6 +801,7 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
           if (agent.input.interactive) edit = true
           else out("/edit needs a terminal\n")
         } else if (command === "/cost") out(`${agent.cost()}\n`)
+        else if (command === "/last") yield* agent.showLast
         else if (command === "/compact") yield* agent.compactNow
         else if (command === "/clear") yield* agent.clear
         else if (command === "/init") {
@@ -770,7 +831,9 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
             Effect.catch((e) => Effect.as(Effect.sync(() => agent.err(e.message)), undefined))
           )
           if (text !== undefined) {
-            yield* agent.runPrompt(text, { mentions: false }).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+            yield* agent.runPrompt(text, { mentions: false }).pipe(
+              Effect.catch((e) => Effect.sync(() => agent.err(e.message)))
+            )
           }
         } else out(`unknown command ${command} (/help)\n`)
         continue

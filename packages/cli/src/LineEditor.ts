@@ -5,7 +5,8 @@
  *
  * A new line inside the text: Ctrl+J, Alt+Enter, Shift+Enter where the terminal reports it
  * (`CSI 13;2u`, `CSI 27;2;13~`), or Enter on a line ending with `\`. A paste is text, whatever its
- * lines: Enter inside it never sends.
+ * lines: Enter inside it never sends. Alt+Enter is a key of its own (`altEnter`): while a run works
+ * it sends the text as a follow-up; at a prompt it is a new line.
  *
  * @since 0.1.0
  */
@@ -28,6 +29,7 @@ export type Key =
 export type KeyName =
   | "enter"
   | "newline"
+  | "altEnter"
   | "backspace"
   | "delete"
   | "left"
@@ -165,7 +167,8 @@ export const makeKeyDecoder = (): (chunk: string) => Array<Key> => {
           i = j + 1
           continue
         }
-        if (next === "\r" || next === "\n") keys.push({ type: "key", name: "newline" })
+        if (next === "\r") keys.push({ type: "key", name: "altEnter" })
+        else if (next === "\n") keys.push({ type: "key", name: "newline" })
         else if (next === "b") keys.push({ type: "key", name: "wordLeft" })
         else if (next === "f") keys.push({ type: "key", name: "wordRight" })
         else if (next === "\u007f" || next === "\b") keys.push({ type: "key", name: "deleteWordBack" })
@@ -242,6 +245,7 @@ export const applyKey = (s: EditState, key: Key): EditState => {
   const { cursor, text } = s
   switch (key.name) {
     case "newline":
+    case "altEnter":
       return insert(s, "\n")
     case "backspace":
       return cursor === 0 ? s : { text: text.slice(0, cursor - 1) + text.slice(cursor), cursor: cursor - 1 }

@@ -8,7 +8,11 @@
  */
 import { Layer, Logger, LogLevel, References } from "effect"
 import { stripControl } from "./Sanitize.ts"
+import { activeScreen } from "./Screen.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
+
+/** Clears the line the cursor is on (a status line a renderer without a screen draws there). */
+const CLEAR_LINE = "\r\u001b[K"
 
 const REASONS: Readonly<Record<string, string>> = {
   rate_limit: "rate limited",
@@ -66,7 +70,7 @@ export const makeCliLogger = (
     if (text.length === 0) return
     const warn = retry !== undefined || LogLevel.isGreaterThanOrEqualTo(entry.logLevel, "Warn")
     // on a terminal, first clear a status line being drawn (the renderer draws it again)
-    write(`${options.terminal ? "\r\u001b[K" : ""}${warn ? style.yellow(`⚠ ${text}`) : style.dim(text)}\n`)
+    write(`${options.terminal ? CLEAR_LINE : ""}${warn ? style.yellow(`⚠ ${text}`) : style.dim(text)}\n`)
   })
 }
 
@@ -79,7 +83,10 @@ export const makeCliLogger = (
 export const cliLoggerLayer: Layer.Layer<never> = Layer.suspend(() =>
   Logger.layer([
     makeCliLogger((line) => {
-      if (!process.stderr.destroyed) process.stderr.write(line)
+      // a command drawing a screen on this terminal: above its footer (no status line to clear then)
+      const screen = activeScreen()
+      if (screen !== undefined && process.stderr.isTTY === true) screen.write(line.replace(CLEAR_LINE, ""))
+      else if (!process.stderr.destroyed) process.stderr.write(line)
     }, { color: wantsColor(process.stderr.isTTY, process.env), terminal: process.stderr.isTTY === true })
   ])
 )

@@ -1,17 +1,23 @@
 /**
  * Live terminal rendering of `LoopEvent`s: streamed text as it arrives, a status line per running
- * tool with a spinner and elapsed time (on a terminal), results summarised in one line each,
- * errors in colour when the terminal supports it.
+ * tool with a spinner and elapsed time (on a terminal), results summarised in one line each with
+ * the true size of their output, and under it a short excerpt (the last lines of `bash`, the diff
+ * of an `edit`, the first lines of a `write`: ToolOutput.ts); errors in colour when the terminal
+ * supports it.
  *
- * On a terminal the status line is redrawn in place; elsewhere (pipes, CI, `NO_COLOR` alone does
- * not change this) every event is a plain line and tool output is shown as `│ ` lines.
+ * On a terminal the status line is the top of the screen's footer, redrawn in place (Screen.ts);
+ * elsewhere (pipes, CI, `NO_COLOR` alone does not change this) every event is a plain line and
+ * tool output is shown as `│ ` lines as it comes.
  *
  * @since 0.1.0
  */
-import type { LoopEvent, ToolCall, ToolResultMessage } from "@agentloop/core"
+import type { LoopEvent, Message, ToolCall, ToolResultMessage } from "@agentloop/core"
 import { Clock, Effect } from "effect"
 import { stripControl } from "./Sanitize.ts"
+import { makeScreen } from "./Screen.ts"
+import type { Screen } from "./Screen.ts"
 import type { Style } from "./Style.ts"
+import { CUT_NOTE, describeSize, excerptOf, formatCount, outputSizeOf, resultText, wasCut } from "./ToolOutput.ts"
 
 /**
  * @since 0.1.0
@@ -23,6 +29,10 @@ export interface RendererOptions {
   /** Redraw a status line in place (a terminal). */
   readonly live: boolean
   readonly columns?: number | undefined
+  /** The screen to draw on (default: one over `write`, live when `live` is). */
+  readonly screen?: Screen | undefined
+  /** How the whole output of a call is shown, named where an excerpt leaves lines out (chat: `/last`). */
+  readonly expandHint?: string | undefined
 }
 
 /**
@@ -59,36 +69,142 @@ export const describeCall = (call: ToolCall): string => {
 }
 
 /**
- * One line summing up a result, using what the coding tools put in `details`.
+ * One line summing up a result, using what the coding tools put in `details`: for `bash` how it
+ * ended and the true size of its whole output (`exit 0 · 300,000 lines, 1.9 MB`), with a note when
+ * the model was sent it cut.
  *
  * @since 0.1.0
  * @category rendering
  */
 export const describeResult = (result: ToolResultMessage): string => {
-  const text = result.content.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ")
+  const text = resultText(result)
   const d = (result.details ?? {}) as Record<string, unknown>
+  const cut = wasCut(result) ? ` · ${CUT_NOTE}` : ""
   if (d["skipped"] === true || result.isError && d["exitCode"] === undefined) return oneLine(text, 100)
-  const lines = text.split("\n").filter((l) => l.length > 0).length
   if (typeof d["totalLines"] === "number") return `lines ${d["firstLine"]}-${d["lastLine"]} of ${d["totalLines"]}`
   if (typeof d["replacements"] === "number") return oneLine(text.split("\n")[0] ?? "", 100)
   if (d["exitCode"] !== undefined || d["timedOut"] !== undefined) {
     const how = d["timedOut"] === true
       ? "timed out"
       : d["signal"]
-      ? `killed by ${d["signal"]}`
+      ? `killed by ${stripControl(String(d["signal"]))}`
       : `exit ${d["exitCode"]}`
-    return `${how}, ${lines} line(s) of output`
+    const size = outputSizeOf(result)
+    return `${how}${size === undefined ? "" : ` · ${describeSize(size)}`}${cut}`
   }
+  const lines = text.split("\n").filter((l) => l.length > 0).length
   const firstLine = text.split("\n").find((l) => l.trim().length > 0) ?? ""
-  return lines > 1 ? `${oneLine(firstLine, 80)} (${lines} lines)` : oneLine(firstLine, 100)
+  return `${lines > 1 ? `${oneLine(firstLine, 80)} (${lines} lines)` : oneLine(firstLine, 100)}${cut}`
 }
 
-/** The diff lines of an edit result, to show under it. */
-const diffLines = (result: ToolResultMessage): ReadonlyArray<string> => {
-  const diff = (result.details as { diff?: unknown } | undefined)?.diff
-  if (typeof diff !== "string" || result.isError) return []
-  const lines = stripControl(diff).split("\n").filter((l) => l.length > 0 && !l.startsWith("@@"))
-  return lines.length > 12 ? [...lines.slice(0, 12), `… ${lines.length - 12} more line(s)`] : lines
+/** `text` cut to `max` columns (one a code point), with `…` where it was cut. */
+const fit = (text: string, max: number): string => {
+  const chars = [...text.replace(/\t/g, "  ")]
+  return chars.length > max ? `${chars.slice(0, Math.max(1, max - 1)).join("")}…` : chars.join("")
+}
+
+/**
+ * The lines shown under a call's line: a short excerpt of its output (ToolOutput.ts), each cut to
+ * the width, and how many lines it leaves out (naming `expandHint`, when given, to see them).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const excerptLines = (
+  call: ToolCall | undefined,
+  result: ToolResultMessage,
+  options: { readonly style: Style; readonly columns: number; readonly expandHint?: string | undefined }
+): Array<string> => {
+  const excerpt = excerptOf(call, result)
+  if (excerpt === undefined) return []
+  const { style } = options
+  const width = Math.max(20, options.columns - 6)
+  const lines = excerpt.lines.map((l) =>
+    l.kind === "output"
+      ? style.dim(`  │ ${fit(l.text, width)}`)
+      : l.kind === "added"
+      ? style.green(`    +${fit(l.text, width)}`)
+      : l.kind === "removed"
+      ? style.red(`    -${fit(l.text, width)}`)
+      : style.dim(`     ${fit(l.text, width)}`)
+  )
+  if (excerpt.more === 0) return lines
+  const hint = options.expandHint === undefined ? "" : ` (${options.expandHint})`
+  const count = `${formatCount(excerpt.more)} ${excerpt.moreAt === "before" ? "earlier" : "more"} line${
+    excerpt.more === 1 ? "" : "s"
+  }${hint}`
+  return excerpt.moreAt === "before" ? [style.dim(`  … ${count}`), ...lines] : [...lines, style.dim(`    … ${count}`)]
+}
+
+/** The mark of a result: done, failed, or skipped. */
+const markOf = (result: ToolResultMessage, style: Style) =>
+  (result.details as { skipped?: boolean } | undefined)?.skipped === true
+    ? style.yellow("⊘")
+    : result.isError
+    ? style.red("✗")
+    : style.green("✓")
+
+/**
+ * A call and how it ended, in one line: `✓ bash npm test  exit 0 · 4 lines, 120 bytes`.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const resultLine = (call: ToolCall, result: ToolResultMessage, style: Style): string =>
+  `${markOf(result, style)} ${describeCall(call)}  ${style.dim(describeResult(result))}`
+
+/** The text of a user message, without what it attaches (a note says how many). */
+const promptText = (content: string | ReadonlyArray<{ readonly type: string; readonly text?: string }>): string => {
+  if (typeof content === "string") return content
+  const first = content.find((c) => c.type === "text")?.text ?? ""
+  return content.length > 1 ? `${first} [+${content.length - 1} attached]` : first
+}
+
+/** The first `max` lines of `text`, and a line saying how many more there are. */
+const headLines = (text: string, max: number): Array<string> => {
+  const lines = stripControl(text).trim().split("\n")
+  return lines.length > max ? [...lines.slice(0, max), `… ${lines.length - max} more line(s)`] : lines
+}
+
+/**
+ * A conversation told compactly, for `--continue` and `--resume`: each user message (its first
+ * lines), each assistant text (its first lines), and one line per tool call (the call and how it
+ * ended, as `tool_end` shows it); only the last `prompts` user messages (default 20) and what
+ * follows them.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const describeHistory = (
+  messages: ReadonlyArray<Message>,
+  options: { readonly style: Style; readonly prompts?: number | undefined }
+): Array<string> => {
+  const { style } = options
+  const results = new Map<string, ToolResultMessage>()
+  for (const m of messages) if (m.role === "toolResult") results.set(m.toolCallId, m)
+  const users = messages.flatMap((m, i) => (m.role === "user" ? [i] : []))
+  const keep = Math.max(1, options.prompts ?? 20)
+  const from = users.length > keep ? users[users.length - keep]! : 0
+  const lines: Array<string> = []
+  if (from > 0) lines.push(style.dim(`… ${users.length - keep} earlier message(s) not shown`))
+  for (const m of messages.slice(from)) {
+    if (m.role === "user") {
+      const [first, ...rest] = headLines(promptText(m.content), 4)
+      lines.push(`${style.cyan(">")} ${first}`, ...rest.map((l) => `  ${l}`))
+    } else if (m.role === "assistant") {
+      const text = m.content.flatMap((c) => (c.type === "text" ? [c.text] : [])).join("").trim()
+      if (text.length > 0) {
+        const [first, ...rest] = headLines(text, 6)
+        lines.push(`${style.cyan("assistant")} ${first}`, ...rest)
+      }
+      for (const part of m.content) {
+        if (part.type !== "toolCall") continue
+        const result = results.get(part.id)
+        lines.push(result === undefined ? `${style.dim("·")} ${describeCall(part)}` : resultLine(part, result, style))
+      }
+    }
+  }
+  return lines
 }
 
 /**
@@ -99,27 +215,26 @@ const diffLines = (result: ToolResultMessage): ReadonlyArray<string> => {
  * @category constructors
  */
 export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions) {
-  const { write, style, live } = options
+  const { style, live } = options
+  const screen = options.screen ?? makeScreen({ write: options.write, live })
+  const write = screen.write
   const columns = options.columns ?? 100
-  const running = new Map<string, { call: ToolCall; started: number; last: string }>()
+  const running = new Map<
+    string,
+    { call: ToolCall; started: number; last: string; printed: boolean; omitted: boolean }
+  >()
   let streaming: "text" | "thinking" | undefined
-  let statusShown = false
   let frame = 0
   let held = 0
 
-  const clearStatus = () => {
-    if (statusShown) write("\r\u001b[K")
-    statusShown = false
-  }
+  const clearStatus = () => screen.setBlock("status", undefined)
   const drawStatus = (now: number) => {
     if (!live || running.size === 0 || streaming !== undefined || held > 0) return
     const parts = [...running.values()].map((r) => {
       const seconds = ((now - r.started) / 1000).toFixed(1)
       return `${describeCall(r.call)} ${style.dim(`${seconds}s`)}${r.last ? style.dim(` ${r.last}`) : ""}`
     })
-    const line = `${style.yellow(FRAMES[frame % FRAMES.length]!)} ${parts.join(" · ")}`
-    write(`\r\u001b[K${line.slice(0, columns + (style.color ? 40 : 0))}`)
-    statusShown = true
+    screen.setBlock("status", { lines: [`${style.yellow(FRAMES[frame % FRAMES.length]!)} ${parts.join(" · ")}`] })
   }
   const endStream = () => {
     if (streaming !== undefined) write("\n")
@@ -176,14 +291,15 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             return
           }
           case "tool_start": {
-            running.set(event.call.id, { call: event.call, started: now, last: "" })
+            running.set(event.call.id, { call: event.call, started: now, last: "", printed: false, omitted: false })
             println(style.yellow(`▶ ${describeCall(event.call)}`))
             drawStatus(now)
             return
           }
           case "tool_progress": {
             const entry = running.get(event.toolCallId)
-            const p = event.progress as { text?: unknown } | string
+            const p = event.progress as { text?: unknown; omitted?: unknown } | string
+            if (typeof p === "object" && p?.omitted === true && entry !== undefined) entry.omitted = true
             const text = typeof p === "string" ? p : typeof p?.text === "string" ? p.text : undefined
             if (text === undefined) return
             if (entry !== undefined) entry.last = oneLine(text.split("\n").filter((l) => l.trim()).pop() ?? "", 40)
@@ -191,6 +307,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
               drawStatus(now)
             } else {
               for (const l of stripControl(text).split("\n").filter((l) => l.length > 0)) {
+                if (entry !== undefined) entry.printed = true
                 println(style.dim(`  │ ${l}`))
               }
             }
@@ -201,23 +318,20 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             const entry = running.get(r.toolCallId)
             running.delete(r.toolCallId)
             const elapsed = entry ? style.dim(` ${((now - entry.started) / 1000).toFixed(1)}s`) : ""
-            const name = entry ? describeCall(entry.call) : r.toolName
+            const name = entry ? describeCall(entry.call) : stripControl(r.toolName)
             const skipped = (r.details as { skipped?: boolean } | undefined)?.skipped === true
-            const mark = skipped ? style.yellow("⊘") : r.isError ? style.red("✗") : style.green("✓")
             const summary = skipped
               ? style.yellow(describeResult(r))
               : r.isError
               ? style.red(describeResult(r))
               : describeResult(r)
-            println(`${mark} ${name}${elapsed}  ${summary}`)
-            for (const l of diffLines(r)) {
-              println(
-                l.startsWith("+")
-                  ? style.green(`    ${l}`)
-                  : l.startsWith("-")
-                  ? style.red(`    ${l}`)
-                  : style.dim(`    ${l}`)
-              )
+            println(`${markOf(r, style)} ${name}${elapsed}  ${summary}`)
+            // (in a pipe the output was printed as it came: its excerpt only when some of it was not)
+            const printedWhole = entry !== undefined && entry.printed && !entry.omitted
+            if (!printedWhole) {
+              for (const l of excerptLines(entry?.call, r, { style, columns, expandHint: options.expandHint })) {
+                println(l)
+              }
             }
             drawStatus(now)
             return
@@ -257,7 +371,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
           clearStatus()
           endStream()
         }),
-        () => effect,
+        () => screen.suspend(effect),
         () =>
           Effect.sync(() => {
             held--

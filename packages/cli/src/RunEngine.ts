@@ -24,9 +24,11 @@ import type {
   Model,
   OutputSchema,
   ToolCall,
-  ToolPolicy
+  ToolPolicy,
+  UserMessage
 } from "@agentloop/core"
 import { Context, Effect, Layer } from "effect"
+import type { Queue } from "effect"
 import type { CliError } from "./CliError.ts"
 import type { Controller } from "./Terminal.ts"
 
@@ -69,6 +71,19 @@ export interface WaitingCall {
 }
 
 /**
+ * Where the messages typed while a run works go: steering joins the transcript at the run's next
+ * safe boundary (after a batch's results, before a request), a follow-up when the run would stop
+ * (core's `steering` and `followUps`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RunInbox {
+  readonly steering: Queue.Dequeue<UserMessage>
+  readonly followUps: Queue.Dequeue<UserMessage>
+}
+
+/**
  * One run, as every command asks for it.
  *
  * @since 0.1.0
@@ -84,6 +99,8 @@ export interface RunRequest {
   readonly runId?: string | undefined
   /** A durable run taken over from an earlier process, with its calls that were waiting for an answer. */
   readonly resumed?: { readonly waiting: ReadonlyArray<WaitingCall> } | undefined
+  /** Messages for the run while it works (chat). */
+  readonly inbox?: RunInbox | undefined
 }
 
 /**
@@ -183,7 +200,10 @@ export const inMemoryEngine = (options: InMemoryEngineOptions = {}): Layer.Layer
               maxSteps: request.maxSteps,
               ...(options.policy === undefined ? {} : { policy: options.policy }),
               transformContext: withTurnStarts(options.transformContext, request.messages.length, emit),
-              ...(request.output === undefined ? {} : { output: request.output })
+              ...(request.output === undefined ? {} : { output: request.output }),
+              ...(request.inbox === undefined
+                ? {}
+                : { steering: request.inbox.steering, followUps: request.inbox.followUps })
             }).pipe(Effect.provide(callbackSinkLayer(emit)), Effect.provideContext(context))
             const { stop } = options
             if (stop !== undefined) {

@@ -8,7 +8,11 @@
  * | head`) does the same, silently. Exits go through the program's scopes, so no tool process
  * is left behind. On a terminal stdin is in raw mode while the command runs: Ctrl-C arrives as a
  * key, not a signal, and the line input hands it to the same controller; in `chat`, Ctrl-D while a
- * run works asks to leave (`requestExit(0)`: the run is aborted first).
+ * run works asks to leave (`requestExit(0)`: the run is aborted first), and Esc aborts the run as
+ * the first Ctrl-C does (`abort`), however often it is pressed.
+ *
+ * While a run of `chat` works, what is typed is edited on a line of its own below the output, and
+ * sent to the run as steering (Enter) or as a follow-up (Alt+Enter): `LineInput.whileRunning`.
  *
  * @since 0.1.0
  */
@@ -17,6 +21,9 @@ import type { Scope } from "effect"
 import * as readline from "node:readline"
 import type { History } from "./History.ts"
 import { makeTerminalInput } from "./internal/TerminalInput.ts"
+import { makeScreen } from "./Screen.ts"
+import type { Screen } from "./Screen.ts"
+import type { Style } from "./Style.ts"
 
 /**
  * The exit codes the CLI uses for signals.
@@ -48,6 +55,8 @@ export interface Controller {
   readonly setRun: (abort: Effect.Effect<void> | undefined) => void
   /** A Ctrl-C (from the signal or from a prompt): abort the run, or exit on the second one. */
   readonly interrupt: () => void
+  /** Esc while a run works: abort it, as a first Ctrl-C does (never exits; nothing between runs). */
+  readonly abort: () => void
   readonly requestExit: (code: number) => void
   /** The output is gone (closed pipe, hung-up terminal): write nothing more. */
   readonly outputClosed: () => boolean
@@ -89,6 +98,11 @@ export const installController = (
       } else if (!closed) {
         notice("^C (press Ctrl-C again within 2 s to exit, or type /exit)")
       }
+    }
+    const abortRun = () => {
+      if (abort === undefined || requested) return
+      if (!closed) notice("esc: aborting the run")
+      Effect.runFork(abort)
     }
     const onTerm = () => requestExit(SIGNAL_EXIT.SIGTERM)
     const onHup = () => {
@@ -141,6 +155,7 @@ export const installController = (
         abort = a
       },
       interrupt,
+      abort: abortRun,
       requestExit,
       outputClosed: () => closed
     } satisfies Controller
@@ -164,6 +179,24 @@ export interface LineInput {
     prompt: string,
     options?: { readonly history?: boolean; readonly edit?: boolean }
   ) => Effect.Effect<string | undefined>
+  /**
+   * Runs `effect` (a run) taking what is typed meanwhile. On a terminal the text is edited on a line
+   * of its own below the output (the screen's footer); Enter gives it to `send` as `"steering"`,
+   * Alt+Enter as `"followUp"`; Esc aborts the run; the other keys edit as at a prompt. Text left
+   * unsent when `effect` ends is the next prompt's. Elsewhere `effect` runs as it is (lines typed
+   * meanwhile wait for the next read).
+   */
+  readonly whileRunning: <A, E, R>(
+    effect: Effect.Effect<A, E, R>,
+    send: (text: string, kind: "steering" | "followUp") => Effect.Effect<void>
+  ) => Effect.Effect<A, E, R>
+  /** `text` is the answer of the next read, shown at its prompt as if typed (before anything typed since). */
+  readonly queue: (text: string) => void
+  /**
+   * Shows `text` whole (already sanitized): on a terminal in `$PAGER` (default `less`, with `LESS`
+   * defaulting to `FRX`) when it has more lines than the screen, otherwise printed.
+   */
+  readonly page: (text: string) => Effect.Effect<void>
 }
 
 /**
@@ -183,18 +216,30 @@ export const makeLineInput = (
     readonly leaveOnEof?: boolean
     /** Tab completion (not in approvals): the candidates for the text before the cursor, and the part they replace. */
     readonly complete?: ((line: string) => Promise<[Array<string>, string]>) | undefined
+    /** The screen the output is drawn on (the line typed while a run works goes in its footer). */
+    readonly screen?: Screen | undefined
+    readonly style?: Style | undefined
   } = {}
 ): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
     const input = process.stdin
+    const screen = options.screen ?? makeScreen({
+      write: (text) => {
+        if (!controller.outputClosed() && !process.stdout.destroyed) process.stdout.write(text)
+      },
+      live: false
+    })
     if (input.isTTY === true) {
       return yield* makeTerminalInput(controller, {
         history: options.history ?? { entries: () => [], add: () => {} },
         leaveOnEof: options.leaveOnEof === true,
-        complete: options.complete
+        complete: options.complete,
+        screen,
+        style: options.style
       })
     }
-    // not a terminal: one reader over stdin, lines queued
+    // not a terminal: one reader over stdin, lines queued (after those given by `queue`)
+    const queued: Array<string> = []
     const lines: Array<string> = []
     let ended = false
     let waiting: ((line: string | undefined) => void) | undefined
@@ -217,8 +262,14 @@ export const makeLineInput = (
     yield* Effect.addFinalizer(() => Effect.sync(() => rl.close()))
     return {
       interactive: false,
+      whileRunning: (effect) => effect,
+      queue: (text) => {
+        queued.push(text)
+      },
+      page: (text) => Effect.sync(() => screen.write(text.endsWith("\n") || text.length === 0 ? text : `${text}\n`)),
       read: () =>
         Effect.callback<string | undefined>((resume) => {
+          if (queued.length > 0) return resume(Effect.succeed(queued.shift()))
           if (lines.length > 0) return resume(Effect.succeed(lines.shift()))
           if (ended || controller.exitRequested()) return resume(Effect.succeed(undefined))
           waiting = (line) => resume(Effect.succeed(line))

@@ -45,7 +45,16 @@ describe("the line editor's keys", () => {
       { type: "key", name: "enter" }
     ])
     const names = (s: string) => decode(s).map((k) => (k.type === "key" ? k.name : k.text))
-    assert.deepStrictEqual(names("\n\u001b\r\u001b[13;2u\u001b[27;2;13~"), ["newline", "newline", "newline", "newline"])
+    assert.deepStrictEqual(names("\n\u001b\r\u001b[13;2u\u001b[27;2;13~"), [
+      "newline",
+      "altEnter",
+      "newline",
+      "newline"
+    ])
+    assert.deepStrictEqual(applyKey({ text: "a", cursor: 1 }, { type: "key", name: "altEnter" }), {
+      text: "a\n",
+      cursor: 2
+    })
     assert.deepStrictEqual(names("\u001b[A\u001b[B\u001bOC\u001b[3~\u0012\u0007\u0004\u0003"), [
       "up",
       "down",
@@ -82,13 +91,14 @@ describe("agentloop chat input (in a pseudo-terminal)", () => {
       const trace = "TypeError: x is undefined\n    at f (a.js:1:2)\n    at g (b.js:3:4)"
       await step(cli, `explain this error: ${PASTE(trace)}\r`, "answer 1")
       await step(cli, "one\ntwo\u001b\rthree\r", "answer 2")
-      // two messages in one write (typed ahead): both are sent, in order
-      await step(cli, "first\rsecond\r", "answer 4")
+      // two messages in one write (typed ahead): the second, typed while the first one's run starts, steers
+      // it: both are in its first request, in order
+      await step(cli, "first\rsecond\r", "answer 3")
       cli.write("/exit\r")
       assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
-      assert.deepStrictEqual(userTexts(server.bodies), [
-        `explain this error: ${trace}`,
-        "one\ntwo\nthree",
+      assert.deepStrictEqual(userTexts(server.bodies), [`explain this error: ${trace}`, "one\ntwo\nthree", "second"])
+      const third = server.bodies[2]!.body["messages"] as Array<{ role: string; content: unknown }>
+      assert.deepStrictEqual(third.filter((m) => m.role === "user").slice(-2).map((m) => m.content), [
         "first",
         "second"
       ])

@@ -18,7 +18,7 @@ const events: ReadonlyArray<LoopEvent> = [
       toolCallId: "c1",
       toolName: "bash",
       content: [{ type: "text", text: "boom\n[Command exited with code 1.]" }],
-      details: { exitCode: 1, signal: null, timedOut: false },
+      details: { exitCode: 1, signal: null, timedOut: false, outputLines: 2, outputBytes: 10 },
       isError: true
     }
   },
@@ -43,7 +43,7 @@ describe("renderer", () => {
           "▶ bash npm test",
           "  │ ok 1",
           "  │ ok 2",
-          "✗ bash npm test 0.0s  exit 1, 2 line(s) of output",
+          "✗ bash npm test 0.0s  exit 1 · 2 lines, 10 bytes",
           "■ run ended: error after 1 step(s) — gave up",
           ""
         ].join("\n")

@@ -13,8 +13,10 @@
  *   combined output, cut on line breaks (inside a line only when one is longer than its part, and
  *   then between two characters), with a notice of what was cut, the limit, and the file of the
  *   `OutputStore` that has the whole output byte for byte (read it with the `offset` the notice
- *   gives); `details` has `exitCode`, `signal`, `timedOut`, `truncated`, `containment`, and
- *   `fullOutput` (that file) when there is one. A non-zero exit, a signal or a timeout makes it an
+ *   gives); `details` has `exitCode`, `signal`, `timedOut`, `truncated`, `containment`,
+ *   `outputLines` and `outputBytes` (the size of the whole output as the command wrote it, lines
+ *   counted as `read` counts them, whatever was shown or kept of it), and `fullOutput` (that file)
+ *   when there is one. A non-zero exit, a signal or a timeout makes it an
  *   error result.
  * - Timeout (default `BASH_DEFAULT_TIMEOUT_SECONDS`, at most `BASH_MAX_TIMEOUT_SECONDS`), abort,
  *   interruption and the command's normal end kill everything it started: in a PID namespace
@@ -330,6 +332,8 @@ export const bashTool = defineTool({
           Effect.succeed(spill)
       const order = yield* Semaphore.make(1)
       let progressed = 0
+      // the whole output's size, whatever is kept or shown of it
+      let outputBytes = 0
       const pump = (stream: Stream.Stream<Uint8Array, PlatformError.PlatformError>, name: "stdout" | "stderr") => {
         const chunks = new Utf8Chunks()
         const take = ({ bytes, text }: { readonly bytes: Uint8Array; readonly text: string }) =>
@@ -337,6 +341,7 @@ export const bashTool = defineTool({
             // stdout's and stderr's pieces reach the text and the file in one order
             yield* order.withPermits(1)(Effect.suspend(() => {
               output.append(text)
+              outputBytes += bytes.length
               return keepBytes(bytes)
             }))
             if (progressed >= BASH_MAX_PROGRESS_CHARS || text.length === 0) return
@@ -407,7 +412,17 @@ export const bashTool = defineTool({
       const fullOutput = kept !== undefined && "path" in kept ? { fullOutput: kept.path } : {}
       return {
         content: [{ type: "text" as const, text: [text, ...notes].filter((s) => s.length > 0).join("\n") }],
-        details: { command, exitCode, signal, timedOut, truncated: cut !== undefined, containment, ...fullOutput },
+        details: {
+          command,
+          exitCode,
+          signal,
+          timedOut,
+          truncated: cut !== undefined,
+          containment,
+          outputLines: output.totalLines,
+          outputBytes,
+          ...fullOutput
+        },
         isError: timedOut || signal !== null || exitCode !== 0
       }
     }))

@@ -92,7 +92,9 @@ describe("bash", () => {
           signal: null,
           timedOut: false,
           truncated: false,
-          containment: yield* detectContainment
+          containment: yield* detectContainment,
+          outputLines: 2,
+          outputBytes: Buffer.byteLength(`${root}\nhi\n`)
         })
         assert.isFalse(typeof out !== "string" && out.isError === true)
       })
@@ -196,6 +198,24 @@ describe("bash", () => {
         assert.isTrue(t.startsWith("1\n2\n3\n"))
         assert.isTrue(t.endsWith("100000\nTHE-END\n"))
         assert.match(t, /\n\[\.\.\. [\d,]+ characters omitted \(lines [\d,]+-[\d,]+ of 100,001\): output cut at 30,000/)
+      })
+    ))
+
+  it.effect("details give the whole output's size, not the shown text's: lines and bytes, none for no output", () =>
+    inWorkspace(() =>
+      Effect.gen(function*() {
+        const long = yield* bashTool.execute({ command: "seq 1 300000; printf 'no newline é'" }, context())
+        assert.isTrue(details(long)["truncated"])
+        const seqBytes = Array.from({ length: 300000 }, (_, i) => `${i + 1}\n`).join("").length
+        assert.strictEqual(details(long)["outputLines"], 300001)
+        assert.strictEqual(details(long)["outputBytes"], seqBytes + Buffer.byteLength("no newline é"))
+        const quiet = yield* bashTool.execute({ command: "echo one > b.txt" }, context())
+        assert.strictEqual(text(quiet), "(no output)")
+        assert.strictEqual(details(quiet)["outputLines"], 0)
+        assert.strictEqual(details(quiet)["outputBytes"], 0)
+        const failing = yield* bashTool.execute({ command: "echo oops >&2; exit 2" }, context())
+        assert.strictEqual(details(failing)["outputLines"], 1, "the exit note is not output")
+        assert.strictEqual(details(failing)["outputBytes"], 5)
       })
     ))
 

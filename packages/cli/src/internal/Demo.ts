@@ -13,6 +13,7 @@ import { tmpdir } from "node:os"
 import * as nodePath from "node:path"
 import { demoFiles, demoPrompt, demoScript } from "../DemoScript.ts"
 import { makeRenderer } from "../Renderer.ts"
+import { makeScreen, useScreen } from "../Screen.ts"
 import { CODING_SYSTEM_PROMPT, runSession } from "../Session.ts"
 import { makeStyle, wantsColor } from "../Style.ts"
 import type { Style } from "../Style.ts"
@@ -145,14 +146,23 @@ export const demoCommand = (config: DemoOptions) =>
     const write = (text: string) => {
       if (controller?.outputClosed() !== true && !process.stdout.destroyed) process.stdout.write(text)
     }
-    controller = yield* installController((text) => write(`${style.yellow(text)}\n`))
+    // (the logger's lines go above the screen's status line)
+    const screen = makeScreen({
+      write,
+      live: process.stdout.isTTY === true,
+      columns: () => process.stdout.columns,
+      rows: () => process.stdout.rows
+    })
+    yield* useScreen(screen)
+    controller = yield* installController((text) => screen.write(`${style.yellow(text)}\n`))
     const stop = controller
     stop.setRun(Effect.sync(() => stop.requestExit(130)))
     const renderer = yield* makeRenderer({
       write,
       style,
       live: process.stdout.isTTY === true,
-      columns: process.stdout.columns
+      columns: process.stdout.columns,
+      screen
     })
     // build the model first, so a missing key or a bad option fails before anything else happens
     const model = yield* chooseModel(config).pipe(

@@ -19,10 +19,12 @@ import {
   durableRunnerLayer,
   embeddedEngineLayer,
   eventKey,
-  startRun
+  followUp,
+  startRun,
+  steer
 } from "@agentloop/durable"
 import type { DurableEvent, DurableStore } from "@agentloop/durable"
-import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Scope, Semaphore } from "effect"
+import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Ref, Scope, Semaphore } from "effect"
 import type { Duration } from "effect"
 import type { WorkflowEngine } from "effect/workflow"
 import { addAnswerRules, approvalTimeoutReason, gateCall, parseAnswer, previewCall, questionFor } from "../Approvals.ts"
@@ -324,6 +326,18 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
                 stop.exitRequested() ? Effect.void : Effect.provideContext(abortRun(runId), r.context)
               )
             )
+            // messages typed while it works go to the run's inbox in its store, where its steps read them
+            const { inbox } = request
+            const forward = inbox === undefined ? undefined : yield* Effect.forkIn(
+              Effect.all([
+                Effect.forever(Effect.flatMap(Queue.take(inbox.steering), (m) => steer(runId, m))),
+                Effect.forever(Effect.flatMap(Queue.take(inbox.followUps), (m) => followUp(runId, m)))
+              ], { concurrency: 2, discard: true }).pipe(
+                Effect.provideContext(r.context),
+                Effect.catch((e) => Effect.sync(() => options.report(`durable run ${runId}: ${e.message}`)))
+              ),
+              scope
+            )
             // the answer's schema travels with the run as JSON Schema (a resumed run has it already)
             const output = request.output === undefined ?
               {} :
@@ -342,6 +356,7 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
               Effect.raceFirst(Effect.as(Deferred.await(stop.exit), Option.none()))
             )
             stop.setRun(undefined)
+            if (forward !== undefined) yield* Fiber.interrupt(forward)
             yield* Ref.set(followed, undefined)
             if (Option.isNone(outcome)) {
               options.report(

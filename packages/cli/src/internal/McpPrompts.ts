@@ -86,9 +86,11 @@ export const askElicitation = (ui: McpUi) => (request: ElicitationRequest): Effe
     for (const f of request.fields) {
       const default_ = f.default === undefined ? "" : ` (default ${clip(JSON.stringify(f.default), 60)})`
       const options = f.options === undefined ? "" : `: ${f.options.map((o, i) => `${i + 1}. ${o.value}`).join(", ")}`
-      yield* ui.print(`    ${f.name}${f.required ? "" : " (optional)"}: ${f.kind}${default_}${options}${
-        f.description === undefined ? "" : ` — ${clip(f.description, 100)}`
-      }`)
+      yield* ui.print(
+        `    ${f.name}${f.required ? "" : " (optional)"}: ${f.kind}${default_}${options}${
+          f.description === undefined ? "" : ` — ${clip(f.description, 100)}`
+        }`
+      )
     }
     while (true) {
       const line = yield* ask("  answer? [y]es (fill in) / [n]o (decline) / [c]ancel ")
@@ -167,7 +169,9 @@ export const mcpPromptText = (
   Effect.gen(function*() {
     const mcp = yield* Effect.promise(() => import("@agentloop/mcp"))
     const tools = Context.getOption(context as Context.Context<McpToolsService>, mcp.McpTools)
-    if (Option.isNone(tools)) return yield* Effect.fail(new CliError("no MCP servers in this session (--mcp, mcpServers)"))
+    if (Option.isNone(tools)) {
+      return yield* Effect.fail(new CliError("no MCP servers in this session (--mcp, mcpServers)"))
+    }
     const [server, name] = [spec.slice(0, spec.indexOf(":")), spec.slice(spec.indexOf(":") + 1)]
     const provided = <A, E>(effect: Effect.Effect<A, E, McpToolsService>) =>
       Effect.provideService(effect, mcp.McpTools, tools.value)
@@ -177,7 +181,9 @@ export const mcpPromptText = (
     const prompt = prompts.find((p) => p.name === name)
     if (prompt === undefined) {
       return yield* Effect.fail(
-        new CliError(`MCP server ${server} has no prompt ${name} (it has: ${prompts.map((p) => p.name).join(", ") || "none"})`)
+        new CliError(
+          `MCP server ${server} has no prompt ${name} (it has: ${prompts.map((p) => p.name).join(", ") || "none"})`
+        )
       )
     }
     const values: Record<string, string> = {}

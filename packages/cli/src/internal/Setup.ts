@@ -18,10 +18,10 @@ import type { Duration, Scope } from "effect"
 import { realpathSync, statSync } from "node:fs"
 import * as nodePath from "node:path"
 import { CliError } from "../CliError.ts"
-import { mcpUiLayers } from "./McpPrompts.ts"
-import type { McpUi } from "./McpPrompts.ts"
 import type { Settings } from "../Config.ts"
 import { stripControl } from "../Sanitize.ts"
+import { mcpUiLayers } from "./McpPrompts.ts"
+import type { McpUi } from "./McpPrompts.ts"
 import { THINKING_LEVELS } from "./Names.ts"
 
 /** The workspace: the folder given (never an empty string) or the current one. */

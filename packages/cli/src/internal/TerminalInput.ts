@@ -1,7 +1,13 @@
 /**
  * The line editor of a terminal: one reader of a raw-mode stdin for the whole command, so nothing
- * typed is lost between two prompts (a paste of three lines, a line typed while a run works: it
- * waits for the next prompt), and Ctrl-C / Ctrl-D are seen while a run streams too.
+ * typed is lost between two prompts (a paste of three lines, a line typed while a run works), and
+ * Ctrl-C / Ctrl-D / Esc are seen while a run streams too.
+ *
+ * While a run works (`whileRunning`), what is typed is edited on a line of its own in the screen's
+ * footer, below the output and never inside it: Enter sends it to the run as steering, Alt+Enter
+ * as a follow-up, Esc aborts the run, Ctrl-C clears the text (on none, acts as the signal). What is
+ * left there when the run ends is the next prompt's text. Keys typed between a prompt and the run
+ * it starts go to that line too.
  *
  * Keys (LineEditor.ts decodes them): Enter sends (a line ending with `\` continues instead);
  * Ctrl+J, Alt+Enter and Shift+Enter (where the terminal reports it) put a new line in; a
@@ -22,6 +28,9 @@ import { StringDecoder } from "node:string_decoder"
 import type { History } from "../History.ts"
 import { applyKey, atEdge, layout, makeKeyDecoder } from "../LineEditor.ts"
 import type { EditState, Key } from "../LineEditor.ts"
+import { stripControl } from "../Sanitize.ts"
+import type { Screen } from "../Screen.ts"
+import type { Style } from "../Style.ts"
 import type { Controller, LineInput } from "../Terminal.ts"
 
 const BRACKETED_PASTE_ON = "\u001b[?2004h"
@@ -46,10 +55,14 @@ export const makeTerminalInput = (
     readonly leaveOnEof: boolean
     /** Tab completion at a prompt (not at an approval question): candidates, and the part they replace. */
     readonly complete?: ((before: string) => Promise<[Array<string>, string]>) | undefined
+    /** The screen the output is drawn on: the line typed while a run works is part of its footer. */
+    readonly screen: Screen
+    readonly style?: Style | undefined
   }
 ): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { complete, history } = options
+    const { complete, history, screen } = options
+    const dim = options.style?.dim ?? ((text: string) => text)
     const input = process.stdin
     // questions go to the terminal even when stdout is a pipe
     const output = process.stdout.isTTY === true ? process.stdout : process.stderr
@@ -60,19 +73,87 @@ export const makeTerminalInput = (
     const utf8 = new StringDecoder("utf8")
     const typeahead: Array<Key> = []
     let active: ((key: Key) => void) | undefined
+    // the editor or the pager, while one has the terminal
     let editor: ChildProcess | undefined
     let closed = false
+    // while a run works: where its typed messages go, and the text being typed (then the next prompt's)
+    let running: ((text: string, kind: "steering" | "followUp") => void) | undefined
+    let pending = EMPTY
+    // texts the next reads answer with (`queue`)
+    const queued: Array<string> = []
+
+    const leaveNow = () => {
+      if (!options.leaveOnEof) return
+      // while a run works: leave now (the run is aborted, its calls paired)
+      screen.setBlock("input", undefined)
+      if (!controller.exitRequested()) screen.write("^D\n")
+      controller.requestExit(0)
+    }
+
+    /** The line being typed while a run works, in the footer (none while it is empty). */
+    const drawPending = () => {
+      if (pending.text.length === 0) {
+        screen.setBlock("input", undefined)
+        return
+      }
+      // (shown without control characters, as a paste may hold some)
+      const before = stripControl(pending.text.slice(0, pending.cursor)).split("\n")
+      const lines = stripControl(pending.text).split("\n").map((line, i) => `${i === 0 ? "» " : "… "}${line}`)
+      screen.setBlock("input", {
+        lines: [...lines, dim("  Enter: steer the run now · Alt+Enter: send after the run · Esc: stop the run")],
+        cursor: { line: before.length - 1, column: 2 + [...before[before.length - 1]!].length },
+        wrap: true
+      })
+    }
+
+    /** A key while a run works and no question is asked. */
+    const onRunKey = (key: Key) => {
+      if (running === undefined) return
+      if (key.type === "key") {
+        switch (key.name) {
+          case "enter":
+          case "altEnter": {
+            const text = pending.text
+            if (text.trim().length === 0) return
+            pending = EMPTY
+            drawPending()
+            history.add(text)
+            running(text, key.name === "enter" ? "steering" : "followUp")
+            return
+          }
+          case "escape":
+            controller.abort()
+            return
+          case "interrupt":
+            if (pending.text.length > 0) pending = EMPTY
+            else controller.interrupt()
+            break
+          case "eof":
+            if (pending.text.length === 0) return leaveNow()
+            pending = applyKey(pending, { type: "key", name: "delete" })
+            break
+          case "tab":
+          case "search":
+          case "editor":
+          case "clearScreen":
+            return
+          default:
+            pending = applyKey(pending, key)
+        }
+      } else {
+        pending = applyKey(pending, key)
+      }
+      drawPending()
+    }
 
     const onData = (chunk: Buffer | string) => {
       for (const key of decode(typeof chunk === "string" ? chunk : utf8.write(chunk))) {
         if (active !== undefined) active(key)
+        else if (running !== undefined) onRunKey(key)
         else if (key.type === "key" && key.name === "interrupt") controller.interrupt()
-        else if (key.type === "key" && key.name === "eof") {
-          if (!options.leaveOnEof) continue
-          // while a run works: leave now (the run is aborted, its calls paired)
-          if (!controller.exitRequested()) write("^D\r\n")
-          controller.requestExit(0)
-        } else typeahead.push(key)
+        else if (key.type === "key" && key.name === "escape") controller.abort()
+        else if (key.type === "key" && key.name === "eof") leaveNow()
+        else typeahead.push(key)
       }
     }
     const attach = () => {
@@ -107,7 +188,7 @@ export const makeTerminalInput = (
     )
 
     const read: LineInput["read"] = (prompt, options) =>
-      Effect.callback<string | undefined>((resume) => {
+      screen.suspend(Effect.callback<string | undefined>((resume) => {
         if (controller.exitRequested()) {
           resume(Effect.succeed(undefined))
           return
@@ -115,7 +196,9 @@ export const makeTerminalInput = (
         const useHistory = options?.history !== false
         const entries = useHistory ? history.entries() : []
         const continuation = "\u001b[2m… \u001b[22m"
-        let state = EMPTY
+        // a prompt starts with what was being typed while the last run worked (not a question asked during one)
+        let state = useHistory && running === undefined ? pending : EMPTY
+        if (useHistory && running === undefined) pending = EMPTY
         let index = entries.length
         let draft = EMPTY
         let search: Search | undefined
@@ -347,6 +430,13 @@ export const makeTerminalInput = (
 
         active = onKey
         render()
+        // a message sent too late for the run it was typed in, or a command typed meanwhile: answered at once
+        const next = useHistory && running === undefined ? queued.shift() : undefined
+        if (next !== undefined) {
+          state = { text: next, cursor: next.length }
+          finish(next)
+          return
+        }
         if (options?.edit === true) openEditor()
         // what was typed before the prompt came (while a run worked, or pasted with the last line)
         while (typeahead.length > 0 && !done && active === onKey) onKey(typeahead.shift()!)
@@ -363,7 +453,88 @@ export const makeTerminalInput = (
           editor?.kill("SIGKILL")
           write("\r\n")
         })
-      })
+      }))
 
-    return { interactive: true, read } satisfies LineInput
+    const whileRunning: LineInput["whileRunning"] = (effect, send) => {
+      // sent one after another, in the order typed; the run is over only once every one was handed over
+      let sending = Promise.resolve()
+      return Effect.acquireUseRelease(
+        Effect.andThen(
+          Effect.sync(() => {
+            running = (text, kind) => {
+              sending = sending.then(() => Effect.runPromise(send(text, kind)), () => {})
+            }
+            // what was typed since the prompt that started the run goes to it too, before it starts
+            while (typeahead.length > 0 && active === undefined && running !== undefined) onRunKey(typeahead.shift()!)
+            drawPending()
+          }),
+          Effect.promise(() => sending)
+        ),
+        () => effect,
+        () =>
+          Effect.andThen(
+            Effect.promise(() => sending),
+            Effect.sync(() => {
+              running = undefined
+              screen.setBlock("input", undefined)
+            })
+          )
+      )
+    }
+
+    const page: LineInput["page"] = (text) =>
+      screen.suspend(Effect.callback<void>((resume) => {
+        const rows = output.rows !== undefined && output.rows > 0 ? output.rows : 24
+        const print = () => write(`${text.replace(/\r?\n/g, "\r\n")}${text.endsWith("\n") ? "" : "\r\n"}`)
+        if (text.split("\n").length <= rows - 2 || closed) {
+          print()
+          resume(Effect.void)
+          return
+        }
+        const command = process.env["PAGER"] || "less"
+        const previous = active
+        active = () => {}
+        detach()
+        const child = spawn("/bin/sh", ["-c", command], {
+          stdio: ["pipe", "inherit", "inherit"],
+          env: { ...process.env, LESS: process.env["LESS"] ?? "FRX" }
+        })
+        editor = child
+        // a pager that quits before reading everything closes its end: nothing to report
+        child.stdin?.on("error", () => {})
+        child.stdin?.end(text)
+        let back = false
+        const done = (code: number | null) => {
+          if (back) return
+          back = true
+          if (editor === child) editor = undefined
+          if (closed) return resume(Effect.void)
+          attach()
+          active = previous
+          // no pager to be found: the text is printed instead
+          if (code === 127) print()
+          resume(Effect.void)
+        }
+        child.on("exit", (code) => done(code))
+        child.on("error", () => done(127))
+        // the program leaving meanwhile takes the pager down
+        const watcher = Effect.runFork(
+          Deferred.await(controller.exit).pipe(Effect.andThen(Effect.sync(() => child.kill("SIGKILL"))))
+        )
+        child.on("exit", () => watcher.interruptUnsafe())
+        return Effect.sync(() => {
+          watcher.interruptUnsafe()
+          child.kill("SIGKILL")
+        })
+      }))
+
+    return {
+      interactive: true,
+      read,
+      whileRunning,
+      queue: (text) => {
+        queued.push(text)
+      },
+      page
+    } satisfies LineInput
   })

@@ -1,7 +1,8 @@
 /**
  * Test helpers for `agentloop run` / `chat` as real processes: a loopback server speaking the
  * OpenAI (`/v1/chat/completions`) and Anthropic (`/v1/messages`) streaming formats from one
- * script of steps, and the CLI spawned in a pipe or in a real pseudo-terminal (python3's `pty`).
+ * script of steps, and the CLI spawned in a pipe or in a real pseudo-terminal (python3's `pty`),
+ * whose screen a terminal emulator shows (`Running.screen`).
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
@@ -12,6 +13,7 @@ import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { virtualTerminal } from "./terminal.ts"
 
 export const bin = fileURLToPath(new URL("../../bin/agentloop.js", import.meta.url))
 
@@ -27,6 +29,8 @@ export type Step =
     readonly text?: string
     readonly calls?: ReadonlyArray<Call>
     readonly usage?: { input: number; output: number; cached?: number }
+    /** The text is streamed at once, the rest of the answer only when this settles (OpenAI format). */
+    readonly hold?: Promise<unknown>
   }
   | { readonly hang: true }
   /** An HTTP error answer (e.g. a server refusing images with 400, or 429 with `retry-after-ms`). */
@@ -191,7 +195,15 @@ export const scriptServer = async (
         res.write(": waiting\n\n")
         return
       }
-      res.end((req.url ?? "").includes("/messages") ? anthropicBody(step) : openAiBody(step))
+      const events = (req.url ?? "").includes("/messages") ? anthropicBody(step) : openAiBody(step)
+      if (step.hold !== undefined) {
+        // the first event (the text) now, the rest once the test lets it go
+        const first = events.indexOf("\n\n") + 2
+        res.write(events.slice(0, first))
+        void step.hold.then(() => res.end(events.slice(first)))
+        return
+      }
+      res.end(events)
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
@@ -240,6 +252,12 @@ export const testEnv = (workspace: string, extra: Record<string, string> = {}): 
   return env
 }
 
+/** What a terminal shows: the rows of the screen, and every row (the scrollback, then the screen). */
+export interface Screen {
+  readonly rows: Array<string>
+  readonly all: Array<string>
+}
+
 /** A running CLI process. */
 export interface Running {
   readonly child: ChildProcess
@@ -251,6 +269,13 @@ export interface Running {
   /** Resolves when `pattern` appears in the output after `from` (default: anywhere). */
   readonly waitFor: (pattern: RegExp | string, timeoutMs?: number, from?: number) => Promise<void>
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>
+  /**
+   * What the terminal shows of the output so far (a pseudo-terminal started with a `size`): the rows
+   * of the screen, and every row (scrollback, then the screen).
+   */
+  readonly screen: () => Promise<Screen>
+  /** Resolves with the screen once `test` holds of it (checked as output comes), failing past `timeoutMs`. */
+  readonly waitForScreen: (test: (screen: Screen) => boolean, timeoutMs?: number) => Promise<Screen>
   /**
    * The exit, or, past `limitMs`, a failure of its own ("still running after N s", with the output)
    * after killing it: a bound a loaded machine can reach never shows as a wrong exit code.
@@ -264,6 +289,11 @@ const PTY_DRIVER = `
 import os, pty, select, sys
 pid, fd = pty.fork()
 if pid == 0:
+    size = os.environ.get("AGENTLOOP_TEST_PTY_SIZE")
+    if size:
+        import fcntl, struct, termios
+        cols, rows = (int(n) for n in size.split("x"))
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     os.execvp(sys.argv[1], sys.argv[1:])
 inp = sys.stdin.fileno()
 open_in = True
@@ -290,21 +320,36 @@ code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
 `
 
-/** Starts the CLI, in a pipe (`pty: false`) or in a pseudo-terminal. */
+/** Starts the CLI, in a pipe (`pty: false`) or in a pseudo-terminal (of `size`, when given). */
 export const startCli = (
   args: ReadonlyArray<string>,
-  options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv; readonly pty?: boolean }
+  options: {
+    readonly cwd: string
+    readonly env: NodeJS.ProcessEnv
+    readonly pty?: boolean
+    readonly size?: { readonly cols: number; readonly rows: number }
+  }
 ): Running => {
   const node = [process.execPath, "--conditions=agentloop-source", bin, ...args]
+  const size = options.size ?? { cols: 80, rows: 24 }
   const child = options.pty === true ?
     spawn("python3", ["-c", PTY_DRIVER, ...node], {
       cwd: options.cwd,
-      env: { ...options.env, TERM: "xterm-256color" }
+      env: {
+        ...options.env,
+        TERM: "xterm-256color",
+        ...(options.size === undefined ? {} : { AGENTLOOP_TEST_PTY_SIZE: `${size.cols}x${size.rows}` })
+      }
     }) :
     spawn(node[0]!, node.slice(1), { cwd: options.cwd, env: options.env })
   let out = ""
   let err = ""
   const waiters = new Set<() => void>()
+  const screen = async (): Promise<Screen> => {
+    const vt = virtualTerminal(size.cols, size.rows)
+    await vt.feed(out)
+    return { rows: vt.screen(), all: vt.all() }
+  }
   child.stdout!.on("data", (d) => {
     out += String(d)
     for (const w of waiters) w()
@@ -345,6 +390,48 @@ export const startCli = (
         waiters.add(check)
       }),
     exited,
+    screen,
+    waitForScreen: (test, timeoutMs = 90_000) =>
+      new Promise<Screen>((resolve, reject) => {
+        let busy = false
+        let again = false
+        let settled = false
+        const finish = (f: () => void) => {
+          settled = true
+          clearTimeout(timer)
+          waiters.delete(check)
+          f()
+        }
+        const check = () => {
+          if (settled) return
+          if (busy) {
+            again = true
+            return
+          }
+          busy = true
+          void (async () => {
+            do {
+              again = false
+              const shown = await screen()
+              if (test(shown)) return finish(() => resolve(shown))
+            } while (again && !settled)
+            busy = false
+            if (child.exitCode !== null && !settled) {
+              const shown = await screen()
+              finish(() => reject(new Error(`exited first; the screen:\n${shown.all.join("\n")}\nstderr:\n${err}`)))
+            }
+          })()
+        }
+        const timer = setTimeout(() => {
+          void screen().then((shown) =>
+            finish(() =>
+              reject(new Error(`timed out waiting for the screen; it shows:\n${shown.all.join("\n")}\nstderr:\n${err}`))
+            )
+          )
+        }, timeoutMs)
+        waiters.add(check)
+        check()
+      }),
     exitedWithin: (limitMs) => {
       let timer: ReturnType<typeof setTimeout> | undefined
       const bound = new Promise<never>((_, reject) => {
