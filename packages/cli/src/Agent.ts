@@ -24,6 +24,7 @@ import { historyFile, openHistory } from "./History.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
 import { attach } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
+import { forkFlag } from "./internal/Fork.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
 import { INIT_PROMPT, projectContextSection, readProjectContext } from "./internal/ProjectContext.ts"
 import { makeModelSwitch, toolsLayer, workspaceOf } from "./internal/Setup.ts"
@@ -69,6 +70,8 @@ export interface AgentFlags extends FlagSettings {
   readonly mode: Option.Option<PermissionMode>
   readonly continue: boolean
   readonly resume: Option.Option<string>
+  /** `--fork ID[:N]`: a new session from session ID's history up to and including prompt N (internal/Fork.ts). */
+  readonly fork?: Option.Option<string> | undefined
   /** MCP servers to start (`--mcp "command args"`), repeatable. */
   readonly mcp: ReadonlyArray<string>
   /** MCP servers to connect to over HTTP (`--mcp-url URL`), repeatable. */
@@ -292,7 +295,15 @@ const makeAgent = (
         systemPrompt: configuredPrompt
       })
     )
-    const resumeId = yield* sessionToOpen(root, flags)
+    const fork = Option.getOrUndefined(flags.fork ?? Option.none())
+    if (fork !== undefined && (flags.continue || Option.isSome(flags.resume))) {
+      return yield* Effect.fail(
+        new CliError("--fork starts a new session: it cannot be used with --continue or --resume")
+      )
+    }
+    const resumeId = fork === undefined ?
+      yield* sessionToOpen(root, flags) :
+      (yield* forkFlag(root, fork, { provider: settings.provider, model: settings.model })).id
     const log = yield* (resumeId === undefined ? newSession : openSession(root, resumeId)).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
@@ -543,7 +554,7 @@ export const runCommand = (
     const output = Option.isSome(flags.outputSchema) ? yield* readOutputSchema(flags.outputSchema.value) : undefined
     // --durable: the same command again resumes the run it started, when that was interrupted
     let sameTask = false
-    if (flags.durable && !flags.continue && Option.isNone(flags.resume)) {
+    if (flags.durable && !flags.continue && Option.isNone(flags.resume) && Option.isNone(flags.fork ?? Option.none())) {
       const root = yield* workspaceOf(flags.workspace)
       const found = yield* interruptedTask(root, flags.task)
       if (found !== undefined) {

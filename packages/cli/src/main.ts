@@ -146,6 +146,11 @@ const agentFlags = {
     Flag.withDefault(false)
   ),
   resume: optionalString("resume", "continue the session with this id (see agentloop sessions)"),
+  fork: optionalString(
+    "fork",
+    "start a new session from session ID's history up to and including its prompt N (--fork ID:N; default: all of " +
+      "it; agentloop sessions show ID numbers them), then go on; the original session is not changed"
+  ),
   mcp: Flag.String("mcp").pipe(
     Flag.withDescription(
       "start an MCP server and give its tools to the model, e.g. --mcp \"npx -y " +
@@ -204,10 +209,39 @@ const chat = Command.make("chat", agentFlags, lazy(() => import("./Agent.ts"), (
   Command.withDescription("An interactive coding session in the current folder (/help inside for commands).")
 )
 
+const sessionArgument = Argument.String("session").pipe(
+  Argument.withDescription("the session's id (agentloop sessions lists them)")
+)
+
+const sessionsShow = Command.make("show", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  session: sessionArgument
+}, lazy(() => import("./SessionCommands.ts"), (m) => m.showCommand)).pipe(
+  Command.withDescription("Show a session's prompts, numbered from 1 (the numbers sessions fork --at takes).")
+)
+
+const sessionsFork = Command.make("fork", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  session: sessionArgument,
+  at: optionalInt(
+    "at",
+    "the prompt to fork at: the new session holds prompts 1 to N with everything their runs did (default: all)"
+  )
+}, lazy(() => import("./SessionCommands.ts"), (m) => m.forkCommand)).pipe(
+  Command.withDescription(
+    "Start a new session from a session's history up to and including prompt N, and print its id (continue it " +
+      "with chat --resume ID); the original session is not changed. run/chat --fork ID[:N] does the same and goes on."
+  )
+)
+
 const sessions = Command.make("sessions", {
   workspace: optionalString("workspace", "project folder (default: the current folder)")
 }, lazy(() => import("./Agent.ts"), (m) => ({ workspace }) => m.sessionsCommand(workspace))).pipe(
-  Command.withDescription("List the sessions of this folder: id, date, steps, how it ended, first prompt.")
+  Command.withDescription(
+    "List the sessions of this folder: id, date, steps, how it ended, first prompt (sessions show ID: its prompts; " +
+      "sessions fork ID: a copy to go on from)."
+  ),
+  Command.withSubcommands([sessionsShow, sessionsFork])
 )
 
 const runs = Command.make("runs", {
