@@ -302,6 +302,24 @@ const view = Command.make(
   Command.withDescription("Show a session (default: the latest) as a timeline in the browser, served on 127.0.0.1.")
 )
 
+const exportCmd = Command.make("export", {
+  session: Argument.String("session").pipe(
+    Argument.withDescription("a session id, the start of one, or a session file (default: the latest session)"),
+    Argument.optional
+  ),
+  out: optionalString(
+    "out",
+    "the HTML file to write (default: .agentloop/exports/<session>.html in the workspace); outside the workspace " +
+      "it is written to a new file and renamed onto FILE, so a link there is replaced, never followed"
+  ),
+  workspace: optionalString("workspace", "project folder (default: the current folder)")
+}, lazy(() => import("./ExportCommand.ts"), (m) => m.exportCommand)).pipe(
+  Command.withDescription(
+    "Write a session's timeline (the page agentloop view serves) as one self-contained HTML file: the session's " +
+      "data embedded, no script, nothing loaded from the network."
+  )
+)
+
 /**
  * How effect's command line reports what it was asked for: help and version as usual; a usage error
  * (an unknown flag or command, a bad or missing value) as one line on stderr plus the command whose
@@ -330,7 +348,7 @@ export const usagePresenter: CliOutput.Presenter = {
  */
 export const agentloop = Command.make("agentloop").pipe(
   Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
-  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, demo])
+  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, exportCmd, demo])
 )
 
 /**
