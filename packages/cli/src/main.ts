@@ -320,6 +320,23 @@ const exportCmd = Command.make("export", {
   )
 )
 
+const replayCmd = Command.make("replay", {
+  session: Argument.String("session").pipe(
+    Argument.withDescription("a session id, the start of one, or a session file (e.g. one kept in the repository)")
+  ),
+  workspace: optionalString(
+    "workspace",
+    "folder the tools run in, as it is (default: a fresh temporary copy of the current folder's git HEAD, or of the " +
+      "folder without .agentloop/ when it is not a git repository)"
+  )
+}, lazy(() => import("./ReplayCommand.ts"), (m) => m.replayCommand)).pipe(
+  Command.withDescription(
+    "Re-run a recorded session offline against its recorded model answers with the coding tools, checking each " +
+      "request, each run's end and the invariants: exit 0 when it replays the same, 1 naming the run, step, call " +
+      "and difference when it does not, 2 for bad input."
+  )
+)
+
 /**
  * How effect's command line reports what it was asked for: help and version as usual; a usage error
  * (an unknown flag or command, a bad or missing value) as one line on stderr plus the command whose
@@ -348,7 +365,7 @@ export const usagePresenter: CliOutput.Presenter = {
  */
 export const agentloop = Command.make("agentloop").pipe(
   Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
-  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, exportCmd, demo])
+  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, exportCmd, replayCmd, demo])
 )
 
 /**

@@ -30,7 +30,7 @@ const fixture = (name: string) =>
 const typeOf = (entry: Message | SessionRecord) => "role" in entry ? entry.role : entry.type
 
 describe("forkEntries (the lines of a fork)", () => {
-  it.effect("at prompt 1: run 1's records and messages, up to its run_end; the /compact after it is not copied", () =>
+  it.effect("at prompt 1: run 1's records and messages up to its run_end; the /compact after it is not copied", () =>
     Effect.gen(function*() {
       const loaded = yield* parseTranscript(fixture("coding-session.jsonl"))
       const fork = forkEntries(loaded, "s", 1)
@@ -48,7 +48,7 @@ describe("forkEntries (the lines of a fork)", () => {
       assert.strictEqual(messages.length, 9)
     }))
 
-  it.effect("at prompt 2: the compaction and the model switch before it come along; the file views with every check", () =>
+  it.effect("at prompt 2: the compaction and model switch before it come along; the fork passes every check", () =>
     Effect.gen(function*() {
       const loaded = yield* parseTranscript(fixture("coding-session.jsonl"))
       const fork = forkEntries(loaded, "s", 2)

@@ -89,7 +89,8 @@ export const forkEntries = (
   const n = prompt ?? runs.length
   if (!Number.isInteger(n) || n < 1 || n > runs.length) {
     return new CliError(
-      `session ${id} has ${runs.length} prompt(s): fork at 1 to ${runs.length}, not ${n} (agentloop sessions show ${id})`
+      `session ${id} has ${runs.length} prompt(s): fork at 1 to ${runs.length}, not ${n} ` +
+        `(agentloop sessions show ${id})`
     )
   }
   const run = runs[n - 1]!
