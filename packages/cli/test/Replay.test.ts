@@ -100,6 +100,29 @@ describe("agentloop replay", () => {
     300_000
   )
 
+  it("outside a git repository it replays in a copy of the folder without .agentloop/", async () => {
+    const ws = makeWorkspace()
+    writeFileSync(join(ws, "notes.txt"), "plain notes\n")
+    const server = await scriptServer([
+      { calls: [{ id: "b1", name: "bash", args: { command: "cat notes.txt; ls" } }] },
+      { text: "done" }
+    ])
+    try {
+      const cli = startCli(["run", "--yes", ...providerFlags(server), "cat"], { cwd: ws, env: testEnv(ws) })
+      assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.stderr())
+    } finally {
+      await server.close()
+    }
+    const id = sessionFiles(ws)[0]!.split("/").pop()!.replace(".jsonl", "")
+    const same = await replay(ws, id)
+    assert.strictEqual(same.code, 0, same.out + same.err)
+    assert.include(same.out, "(not a git repository), without .agentloop/")
+    writeFileSync(join(ws, "notes.txt"), "other notes\n")
+    const changed = await replay(ws, id)
+    assert.strictEqual(changed.code, 1, changed.out + changed.err)
+    assert.include(changed.err, `recorded "plain notes\\nnotes.txt\\n", replayed "other notes\\nnotes.txt\\n"`)
+  }, 240_000)
+
   it("bad input: an unknown session, an invalid file: one line, exit 2", async () => {
     const ws = makeWorkspace()
     mkdirSync(join(ws, ".agentloop", "sessions"), { recursive: true })
