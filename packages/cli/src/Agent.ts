@@ -13,7 +13,7 @@ import * as nodePath from "node:path"
 import { makeApprovalPolicy, makePermissions, modeSection } from "./Approvals.ts"
 import type { Permissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
-import { CliError } from "./CliError.ts"
+import { CliError, reportCliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor } from "./Compaction.ts"
 import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings, saveAllowRule } from "./Config.ts"
@@ -24,6 +24,7 @@ import { historyFile, openHistory } from "./History.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
 import { attach } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
+import { forkFlag } from "./internal/Fork.ts"
 import { lastOutput } from "./internal/LastOutput.ts"
 import { makeMcpUi, mcpPromptText } from "./internal/McpPrompts.ts"
 import { readOutputSchema } from "./internal/OutputSchemaFile.ts"
@@ -74,6 +75,8 @@ export interface AgentFlags extends FlagSettings {
   readonly mode: Option.Option<PermissionMode>
   readonly continue: boolean
   readonly resume: Option.Option<string>
+  /** `--fork ID[:N]`: a new session from session ID's history up to and including prompt N (internal/Fork.ts). */
+  readonly fork?: Option.Option<string> | undefined
   /** MCP servers to start (`--mcp "command args"`), repeatable. */
   readonly mcp: ReadonlyArray<string>
   /** MCP servers to connect to over HTTP (`--mcp-url URL`), repeatable. */
@@ -344,7 +347,15 @@ const makeAgent = (
         systemPrompt: configuredPrompt
       })
     )
-    const resumeId = yield* sessionToOpen(root, flags)
+    const fork = Option.getOrUndefined(flags.fork ?? Option.none())
+    if (fork !== undefined && (flags.continue || Option.isSome(flags.resume))) {
+      return yield* Effect.fail(
+        new CliError("--fork starts a new session: it cannot be used with --continue or --resume")
+      )
+    }
+    const resumeId = fork === undefined ?
+      yield* sessionToOpen(root, flags) :
+      (yield* forkFlag(root, fork, { provider: settings.provider, model: settings.model })).id
     const log = yield* (resumeId === undefined ? newSession : openSession(root, resumeId)).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
@@ -608,13 +619,6 @@ const makeAgent = (
     } satisfies Agent
   })
 
-const reportCliError = (e: CliError) =>
-  Effect.sync(() => {
-    // ids and answers from the command line, call ids from a model: no control sequences to the terminal
-    process.stderr.write(`agentloop: ${stripControl(e.message)}\n`)
-    process.exitCode = 2
-  })
-
 /**
  * `agentloop run "task"`: one run, printed live (plain text in a pipe); exits 0 when the model
  * stops, otherwise with `RUN_EXIT_CODES[reason]` and a line on stderr naming the reason.
@@ -645,7 +649,7 @@ export const runCommand = (
     const output = Option.isSome(flags.outputSchema) ? yield* readOutputSchema(flags.outputSchema.value) : undefined
     // --durable: the same command again resumes the run it started, when that was interrupted
     let sameTask = false
-    if (flags.durable && !flags.continue && Option.isNone(flags.resume)) {
+    if (flags.durable && !flags.continue && Option.isNone(flags.resume) && Option.isNone(flags.fork ?? Option.none())) {
       const root = yield* workspaceOf(flags.workspace)
       const found = yield* interruptedTask(root, flags.task)
       if (found !== undefined) {

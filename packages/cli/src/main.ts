@@ -153,6 +153,11 @@ const agentFlags = {
     Flag.withDefault(false)
   ),
   resume: optionalString("resume", "continue the session with this id (see agentloop sessions)"),
+  fork: optionalString(
+    "fork",
+    "start a new session from session ID's history up to and including its prompt N (--fork ID:N; default: all of " +
+      "it; agentloop sessions show ID numbers them), then go on; the original session is not changed"
+  ),
   mcp: Flag.String("mcp").pipe(
     Flag.withDescription(
       "start an MCP server and give its tools to the model, e.g. --mcp \"npx -y " +
@@ -211,10 +216,39 @@ const chat = Command.make("chat", agentFlags, lazy(() => import("./Agent.ts"), (
   Command.withDescription("An interactive coding session in the current folder (/help inside for commands).")
 )
 
+const sessionArgument = Argument.String("session").pipe(
+  Argument.withDescription("the session's id (agentloop sessions lists them)")
+)
+
+const sessionsShow = Command.make("show", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  session: sessionArgument
+}, lazy(() => import("./SessionCommands.ts"), (m) => m.showCommand)).pipe(
+  Command.withDescription("Show a session's prompts, numbered from 1 (the numbers sessions fork --at takes).")
+)
+
+const sessionsFork = Command.make("fork", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  session: sessionArgument,
+  at: optionalInt(
+    "at",
+    "the prompt to fork at: the new session holds prompts 1 to N with everything their runs did (default: all)"
+  )
+}, lazy(() => import("./SessionCommands.ts"), (m) => m.forkCommand)).pipe(
+  Command.withDescription(
+    "Start a new session from a session's history up to and including prompt N, and print its id (continue it " +
+      "with chat --resume ID); the original session is not changed. run/chat --fork ID[:N] does the same and goes on."
+  )
+)
+
 const sessions = Command.make("sessions", {
   workspace: optionalString("workspace", "project folder (default: the current folder)")
 }, lazy(() => import("./Agent.ts"), (m) => ({ workspace }) => m.sessionsCommand(workspace))).pipe(
-  Command.withDescription("List the sessions of this folder: id, date, steps, how it ended, first prompt.")
+  Command.withDescription(
+    "List the sessions of this folder: id, date, steps, how it ended, first prompt (sessions show ID: its prompts; " +
+      "sessions fork ID: a copy to go on from)."
+  ),
+  Command.withSubcommands([sessionsShow, sessionsFork])
 )
 
 const runs = Command.make("runs", {
@@ -297,6 +331,41 @@ const mcp = Command.make("mcp").pipe(
   ])
 )
 
+const exportCmd = Command.make("export", {
+  session: Argument.String("session").pipe(
+    Argument.withDescription("a session id, the start of one, or a session file (default: the latest session)"),
+    Argument.optional
+  ),
+  out: optionalString(
+    "out",
+    "the HTML file to write (default: .agentloop/exports/<session>.html in the workspace); outside the workspace " +
+      "it is written to a new file and renamed onto FILE, so a link there is replaced, never followed"
+  ),
+  workspace: optionalString("workspace", "project folder (default: the current folder)")
+}, lazy(() => import("./ExportCommand.ts"), (m) => m.exportCommand)).pipe(
+  Command.withDescription(
+    "Write a session's timeline (the page agentloop view serves) as one self-contained HTML file: the session's " +
+      "data embedded, no script, nothing loaded from the network."
+  )
+)
+
+const replayCmd = Command.make("replay", {
+  session: Argument.String("session").pipe(
+    Argument.withDescription("a session id, the start of one, or a session file (e.g. one kept in the repository)")
+  ),
+  workspace: optionalString(
+    "workspace",
+    "folder the tools run in, as it is (default: a fresh temporary copy of the current folder's git HEAD, or of the " +
+      "folder without .agentloop/ when it is not a git repository)"
+  )
+}, lazy(() => import("./ReplayCommand.ts"), (m) => m.replayCommand)).pipe(
+  Command.withDescription(
+    "Re-run a recorded session offline against its recorded model answers with the coding tools, checking each " +
+      "request, each run's end and the invariants: exit 0 when it replays the same, 1 naming the run, step, call " +
+      "and difference when it does not, 2 for bad input."
+  )
+)
+
 /**
  * How effect's command line reports what it was asked for: help and version as usual; a usage error
  * (an unknown flag or command, a bad or missing value) as one line on stderr plus the command whose
@@ -325,7 +394,7 @@ export const usagePresenter: CliOutput.Presenter = {
  */
 export const agentloop = Command.make("agentloop").pipe(
   Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
-  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, mcp, demo])
+  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, exportCmd, replayCmd, mcp, demo])
 )
 
 /**

@@ -16,6 +16,8 @@ import type { BrowserContext, Page } from "playwright-core"
 import { serveSession } from "../src/view/index.ts"
 import { unpackChromium } from "./chromium.ts"
 import type { Chromium } from "./chromium.ts"
+import { startCli, testEnv } from "./helpers/agent.ts"
+import { ATTACK, hostileWorkspace } from "./helpers/hostile.ts"
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/view/${name}`, import.meta.url))
 export const ARTIFACTS = join(tmpdir(), "agentloop-view-artifacts")
@@ -245,6 +247,47 @@ describe("agentloop view in a headless browser", () => {
         yield* Effect.promise(() => page.evaluate(() => 0)) // a round trip: what the polls started is reported
         assert.deepStrictEqual(requests.slice(asked), [], "no poll asked for the version")
         assert.strictEqual(yield* count(page, "[data-testid=run]"), 4)
+      }).pipe(Effect.provide(NodeServices.layer)),
+    180_000
+  )
+  it.live(
+    "agentloop export: the file:// page shows the timeline offline, and a hostile message stays text",
+    () =>
+      Effect.gen(function*() {
+        const ws = hostileWorkspace()
+        const out = join(ws, "exported.html")
+        const cli = startCli(["export", "hostile", "--out", out], { cwd: ws, env: testEnv(ws) })
+        const { code } = yield* Effect.promise(() => cli.exitedWithin(60_000))
+        assert.strictEqual(code, 0, cli.stderr())
+        const browser = yield* launch
+        const url = `file://${out}`
+        const { errors, page, requests } = yield* open(browser, url)
+
+        assert.strictEqual(yield* Effect.promise(() => page.title()), "agentloop · 2026-11-18-a1b2c3")
+        assert.strictEqual(yield* count(page, "[data-testid=run]"), 3)
+        assert.strictEqual(yield* count(page, "[data-testid=turn]"), 5)
+        assert.strictEqual(yield* count(page, "[data-testid=lane]"), 6)
+        assert.strictEqual(yield* count(page, "[data-testid=invariant][data-ok=true]"), 4)
+        assert.strictEqual(yield* count(page, "#live"), 0, "no live reload in a file")
+        // the attack is shown as the text it is, and nothing of it ran
+        assert.include((yield* texts(page, "[data-testid=run] .prompt"))[0], "</script><script>window.pwned = 1;")
+        assert.strictEqual(yield* Effect.promise(() => page.evaluate("window.pwned")), undefined)
+        assert.strictEqual(yield* count(page, "img"), 0)
+        yield* Effect.promise(() => page.locator("[data-testid=lane]").first().locator("summary").click())
+        assert.include((yield* texts(page, "[data-testid=lane] .lane-detail"))[0], "<img src=x onerror=")
+        // the embedded data reads back as the timeline
+        const block = yield* Effect.promise(() => page.locator("#agentloop-session").textContent())
+        const prompt =
+          (JSON.parse(block!) as { timeline: { runs: Array<{ prompt: string }> } }).timeline.runs[0]!.prompt
+        assert.strictEqual(prompt, `Fix it ${ATTACK}`)
+
+        mkdirSync(ARTIFACTS, { recursive: true })
+        const shot = join(ARTIFACTS, "exported.png")
+        yield* Effect.promise(() => page.screenshot({ path: shot, fullPage: true }))
+        console.log(`agentloop export screenshot: ${shot}`)
+        // nothing but the file itself was requested
+        assert.deepStrictEqual(requests, [url])
+        assert.deepStrictEqual(errors, [])
       }).pipe(Effect.provide(NodeServices.layer)),
     180_000
   )

@@ -22,7 +22,25 @@ import type { LoadedTranscript, TranscriptRecord } from "./Persistence.ts"
 const At = Schema.Finite.annotate({ description: "epoch milliseconds" })
 
 /**
- * The first line of a session: who, where and with what model.
+ * Where a forked session came from: the session it was copied from and the prompt (1-based, its
+ * run's number in that session) up to and including which it holds that session's history.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ForkedFrom = Schema.Struct({
+  session: Schema.String,
+  prompt: Schema.Finite
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ForkedFrom = typeof ForkedFrom.Type
+
+/**
+ * The first line of a session: who, where and with what model; `forkedFrom` when the session
+ * began as a copy of another one's history (`agentloop sessions fork`, `--fork`).
  *
  * @since 0.1.0
  * @category schemas
@@ -35,7 +53,8 @@ export const SessionHeader = Schema.Struct({
   cwd: Schema.optionalKey(Schema.String),
   provider: Schema.optionalKey(Schema.String),
   model: Schema.optionalKey(Schema.String),
-  systemPrompt: Schema.optionalKey(Schema.String)
+  systemPrompt: Schema.optionalKey(Schema.String),
+  forkedFrom: Schema.optionalKey(ForkedFrom)
 })
 /**
  * @since 0.1.0

@@ -338,13 +338,45 @@ const renderInvariants = (timeline: Timeline): string => {
 }
 
 /**
- * The whole page for a timeline. `source` names the file shown; `version` (a number that changes
- * when the file grows) lets the page's script reload itself while a session is still being written.
+ * The JSON of `value` for a `<script type="application/json">` block: `<`, `>`, `&` and the two
+ * JavaScript line separators as `\u` escapes, so no text in it (`</script>`, `<!--`) can end the
+ * block or start another element; `JSON.parse` of the block's text gives `value` back.
  *
  * @since 0.1.0
  * @category rendering
  */
-export const renderPage = (timeline: Timeline, source: { readonly file: string; readonly version: string }): string => {
+export const jsonForScript = (value: unknown): string =>
+  JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`
+  )
+
+/**
+ * The Content-Security-Policy of an exported page (in its `<meta>`): nothing loads from anywhere
+ * and no script runs at all, its own included (it has none: there is no server to poll).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const standalonePolicy = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; " +
+  "form-action 'none'"
+
+/**
+ * The whole page for a timeline. `source` names the file shown; `version` (a number that changes
+ * when the file grows) lets the page's script reload itself while a session is still being written.
+ * `standalone`: the page as one file to keep or send (`agentloop export`): no live reload and no
+ * script, a Content-Security-Policy of its own in a `<meta>` (`standalonePolicy`), and the data
+ * the server gives at `/api/session` (`{ file, timeline }`) embedded as a JSON block
+ * (`<script type="application/json" id="agentloop-session">`, never run).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const renderPage = (
+  timeline: Timeline,
+  source: { readonly file: string; readonly version: string; readonly standalone?: boolean | undefined }
+): string => {
+  const standalone = source.standalone === true
   const header = timeline.header
   const totals = timeline.totals
   const title = header?.id ?? source.file.split("/").pop() ?? "session"
@@ -375,7 +407,12 @@ export const renderPage = (timeline: Timeline, source: { readonly file: string; 
     header?.provider === undefined ? "" : `provider <b>${escapeHtml(header.provider)}</b>`,
     header?.model === undefined ? "" : `model <b>${escapeHtml(header.model)}</b>`,
     header?.cwd === undefined ? "" : `in <code>${escapeHtml(header.cwd)}</code>`,
-    timeline.startedAt === undefined ? "" : `started ${escapeHtml(formatTime(timeline.startedAt))}`
+    timeline.startedAt === undefined ? "" : `started ${escapeHtml(formatTime(timeline.startedAt))}`,
+    header?.forkedFrom === undefined ?
+      "" :
+      `forked from <b>${escapeHtml(header.forkedFrom.session)}</b> at prompt ${
+        escapeHtml(String(header.forkedFrom.prompt))
+      }`
   ].filter((x) => x !== "").join(" · ")
   const system = header?.systemPrompt === undefined ?
     "" :
@@ -383,7 +420,9 @@ export const renderPage = (timeline: Timeline, source: { readonly file: string; 
   return `<!doctype html>
 <html lang="en">
 <head>
-<meta charset="utf-8">
+<meta charset="utf-8">${
+    standalone ? `\n<meta http-equiv="Content-Security-Policy" content="${escapeHtml(standalonePolicy)}">` : ""
+  }
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>agentloop · ${escapeHtml(title)}</title>
 <style>${STYLE}</style>
@@ -393,8 +432,7 @@ export const renderPage = (timeline: Timeline, source: { readonly file: string; 
   <div class="brand">agentloop <span>view</span></div>
   <div class="session"><h1>${escapeHtml(title)}</h1><div class="meta">${meta}</div>
   <div class="file"><code>${escapeHtml(source.file)}</code></div></div>
-  <label class="live"><input type="checkbox" id="live" checked> live</label>
-</header>
+${standalone ? "" : `  <label class="live"><input type="checkbox" id="live" checked> live</label>\n`}</header>
 <main>
 <section class="cards">
   ${card("Runs", number(totals.runs), "total-runs")}
@@ -413,8 +451,15 @@ ${
       : timeline.runs.map(renderRun).join("\n")
   }
 </main>
-<footer>Served locally by <code>agentloop view</code>; this page loads nothing from the network.</footer>
-<script>${SCRIPT}</script>
+${
+    standalone ?
+      `<footer>Exported by <code>agentloop export</code>; this page loads nothing from the network and runs no ` +
+      `script.</footer>\n<script type="application/json" id="agentloop-session">${
+        jsonForScript({ file: source.file, timeline })
+      }</script>` :
+      `<footer>Served locally by <code>agentloop view</code>; this page loads nothing from the network.</footer>\n` +
+      `<script>${SCRIPT}</script>`
+  }
 </body>
 </html>
 `

@@ -1,0 +1,80 @@
+/**
+ * `agentloop sessions show ID` (a session's prompts, numbered: the numbers `fork` takes) and
+ * `agentloop sessions fork ID [--at N]` (a new session with the history of ID up to and including
+ * prompt N; see internal/Fork.ts for what it copies). Both read the session through the CLI's
+ * confined reader and print nothing a session file could use to drive the terminal.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Option } from "effect"
+import { CliError, reportCliError } from "./CliError.ts"
+import { forkSession, promptsOf, readSessionById } from "./internal/Fork.ts"
+import { workspaceOf } from "./internal/Setup.ts"
+import { stripControl } from "./Sanitize.ts"
+
+const oneLine = (text: string, max: number): string => {
+  const line = stripControl(text).replace(/\s+/g, " ").trim()
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line
+}
+
+const dateOf = (at: number): string => at === 0 ? "?" : new Date(at).toISOString().slice(0, 16).replace("T", " ")
+
+/**
+ * `agentloop sessions show ID`: the session's header and its prompts, numbered from 1, each with
+ * how its run ended and its steps.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const showCommand = (options: {
+  readonly workspace: Option.Option<string>
+  readonly session: string
+}): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const root = yield* workspaceOf(options.workspace)
+    const { header, loaded } = yield* readSessionById(root, options.session)
+    const out: Array<string> = []
+    const model = [header?.provider, header?.model].filter((x) => x !== undefined && x !== "").join(" ")
+    out.push(`session ${options.session}  ${dateOf(header?.at ?? 0)}${model === "" ? "" : `  ${oneLine(model, 60)}`}`)
+    if (header?.forkedFrom !== undefined) {
+      out.push(`forked from ${oneLine(header.forkedFrom.session, 60)} at prompt ${header.forkedFrom.prompt}`)
+    }
+    const runs = promptsOf(loaded)
+    if (runs.length === 0) out.push("no prompts yet")
+    runs.forEach((run, i) => {
+      const ended = run.end === undefined ? "no end" : run.end.reason
+      const steps = run.end?.steps
+      out.push(
+        `${String(i + 1).padStart(3)}  ${ended.padEnd(8)} ${
+          steps === undefined ? "        " : `${String(steps).padStart(3)} step(s)`
+        }  ${oneLine(run.start.prompt ?? "", 80)}`
+      )
+    })
+    if (runs.length > 0) {
+      out.push(
+        `fork: agentloop sessions fork ${options.session} --at N, or agentloop chat --fork ${options.session}:N`
+      )
+    }
+    process.stdout.write(`${out.join("\n")}\n`)
+  }).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError))
+
+/**
+ * `agentloop sessions fork ID [--at N]`: writes a new session holding the history of ID up to and
+ * including prompt N (default: all of it), prints its id; ID's file is not changed.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export const forkCommand = (options: {
+  readonly workspace: Option.Option<string>
+  readonly session: string
+  readonly at: Option.Option<number>
+}): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const root = yield* workspaceOf(options.workspace)
+    const fork = yield* forkSession(root, { session: options.session, prompt: Option.getOrUndefined(options.at) })
+    process.stdout.write(
+      `${fork.id}\nforked ${options.session} at prompt ${fork.prompt} into ${fork.file}; continue it with ` +
+        `agentloop chat --resume ${fork.id} (or run --resume ${fork.id} "…")\n`
+    )
+  }).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError))
