@@ -121,7 +121,7 @@ const outputOf = (pattern: RegExp): string => {
 }
 // What each path may not load: the help (every command's flags) loads no command's code; `run` and
 // `chat` load neither durable runs' engine, nor the MCP client, nor the viewer unless asked for.
-const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Style|internal\/ProviderNames)\.js/
+const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Style|internal\/Names)\.js/
 const paths = [
   {
     name: "--help",
