@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Executor, Model, parseTranscript } from "@agentloop/core"
+import { Executor, Model, parseTranscript, sessionHistoryOf } from "@agentloop/core"
 import type { AgentRunResult, Message, OutputSchema, ToolCall, Usage } from "@agentloop/core"
 import { Clock, Context, Deferred, Effect, Layer, Option, Scope } from "effect"
 import { readFileSync } from "node:fs"
@@ -13,9 +13,9 @@ import * as nodePath from "node:path"
 import { makeApprovalPolicy, makePermissions, modeSection } from "./Approvals.ts"
 import type { Permissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
+import { describeUndo, makeCheckpoints, promptLine, storedBytes, undoablePrompts, undoSession } from "./Checkpoints.ts"
 import { CliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor } from "./Compaction.ts"
-import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings, saveAllowRule } from "./Config.ts"
 import type { FlagSettings } from "./Config.ts"
 import { abortDurableRun, approveRun, listWorkspaceRuns, runnerBusy, splitAtRun, unfinishedRun } from "./Durable.ts"
@@ -112,6 +112,10 @@ interface Agent {
   /** The session's interrupted durable run, when it has one. */
   readonly pendingRun: () => RecordedRun | undefined
   readonly compactNow: Effect.Effect<void>
+  /** `/undo` (the last prompt) and `/rewind N` (prompt N and the later ones): files and conversation. */
+  readonly undo: (to: number | undefined) => Effect.Effect<void, CliError>
+  /** The prompts `/rewind` can go back to, numbered from 1. */
+  readonly prompts: Effect.Effect<ReadonlyArray<string>, CliError>
   readonly clear: Effect.Effect<void>
   readonly setModel: (name: string) => Effect.Effect<void, CliError>
   /** The session's permission mode and rules (`/mode` switches the mode). */
@@ -119,16 +123,6 @@ interface Agent {
   readonly describe: () => string
   readonly cost: () => string
   readonly sessionFile: () => string
-}
-
-const lastCompaction = (log: SessionLog): CompactionState | undefined => {
-  for (let i = log.records.length - 1; i >= 0; i--) {
-    const r = log.records[i]!
-    if (r.type === "compaction" && r.summary !== undefined && r.summarized !== undefined) {
-      return { summary: r.summary, covered: r.summarized }
-    }
-  }
-  return undefined
 }
 
 /** The session to open: the latest (--continue), a given one (--resume ID), or none (a new one). */
@@ -191,7 +185,8 @@ const unfinishedRunOf = (root: string, log: SessionLog, run: RecordedRun) =>
       const call = calls.get(p.callId)
       if (call !== undefined) waiting.push({ call, askedAt: p.askedAt })
     }
-    return { input: loaded.messages, waiting }
+    // (without the runs an undo dropped, as the run was given it)
+    return { input: sessionHistoryOf(loaded).messages, waiting }
   })
 
 /** Sets up everything `run` and `chat` share. */
@@ -306,7 +301,7 @@ const makeAgent = (
     const compactor = makeCompactor({
       contextWindow,
       model: models.model,
-      initial: lastCompaction(log),
+      initial: log.compaction,
       onCompact: (state, info) =>
         Effect.gen(function*() {
           // a run counts its compactions' usage itself; /compact is not in a run
@@ -333,6 +328,15 @@ const makeAgent = (
     })
     const record = (r: ApprovalRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (at) => session.append({ type: "approval", at, ...r }))
+    // what a run's calls will change is saved first, for /undo (Checkpoints.ts)
+    const checkpoints = yield* makeCheckpoints({
+      root,
+      sessionId: () => session.log().id,
+      run: session.runNumber,
+      append: session.append,
+      notice: (text) => renderer.line(style.yellow(text)),
+      stored: storedBytes(log.records)
+    })
 
     // the engine the flags pick, on the model in use and the tools
     const engineLayer = flags.durable ?
@@ -372,7 +376,9 @@ const makeAgent = (
     const engine = Context.get(
       yield* Layer.build(
         engineLayer.pipe(
-          Layer.provide(Layer.mergeAll(Layer.succeed(Model, models.model), Layer.succeedContext(executor)))
+          Layer.provide(
+            Layer.mergeAll(Layer.succeed(Model, models.model), Layer.succeedContext(checkpoints.wrapContext(executor)))
+          )
         )
       ),
       RunEngine
@@ -450,6 +456,20 @@ const makeAgent = (
         const done = yield* compactor.compactNow(session.history())
         if (!done) out(`${style.dim("nothing to compact yet")}\n`)
       }),
+      undo: (to) =>
+        Effect.gen(function*() {
+          const undone = yield* undoSession(root, session.log(), to).pipe(
+            Effect.mapError((e) => new CliError(e.message))
+          )
+          yield* session.append(undone.record)
+          yield* session.reload
+          compactor.reset()
+          for (const line of describeUndo(undone)) out(`${style.dim(line)}\n`)
+        }),
+      prompts: Effect.suspend(() => undoablePrompts(root, session.log().file)).pipe(
+        Effect.map((runs) => runs.map((r) => promptLine(r.start.prompt ?? ""))),
+        Effect.mapError((e) => new CliError(e.message))
+      ),
       clear: Effect.gen(function*() {
         configuredPrompt = yield* promptNow
         yield* session.clear
@@ -567,6 +587,8 @@ const HELP = [
   "/compact         summarise older turns now (the session file keeps everything)",
   "/model NAME      switch the model (same provider)",
   "/mode [MODE]     show or switch the permission mode: ask, accept-edits, read-only (plan), yes",
+  "/undo            put back the files the last prompt changed and take it out of the conversation",
+  "/rewind [N]      list the prompts, or go back to before prompt N (its files and the later ones')",
   "/clear           start a new session",
   "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
   "/edit            write the message in $EDITOR (Ctrl-G too)",
@@ -613,7 +635,17 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
           else out("/edit needs a terminal\n")
         } else if (command === "/cost") out(`${agent.cost()}\n`)
         else if (command === "/compact") yield* agent.compactNow
-        else if (command === "/clear") yield* agent.clear
+        else if (command === "/undo" || (command === "/rewind" && arg.length > 0)) {
+          const to = command === "/undo" ? undefined : Number(arg)
+          yield* agent.undo(to).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+        } else if (command === "/rewind") {
+          const prompts = yield* agent.prompts.pipe(
+            Effect.catch((e) => Effect.as(Effect.sync(() => agent.err(e.message)), []))
+          )
+          if (prompts.length === 0) out("no prompt to go back to\n")
+          prompts.forEach((p, i) => out(`${String(i + 1).padStart(3)}  ${p}\n`))
+          if (prompts.length > 0) out(`${style.dim("/rewind N goes back to before prompt N")}\n`)
+        } else if (command === "/clear") yield* agent.clear
         else if (command === "/init") {
           const result = yield* agent.runPrompt(INIT_PROMPT, { mentions: false }).pipe(
             Effect.catch((e) => Effect.as(Effect.sync(() => agent.err(e.message)), undefined))
