@@ -8,8 +8,10 @@
  *   `.agentloop/checkpoints/<session id>/`, or recorded as absent (undoing removes it). A file over
  *   `FILE_LIMIT`, or past the session's `SESSION_LIMIT`, is recorded as not saved, with why.
  * - `bash`, in a git repository: before the run's first bash call, the workspace's files as a git
- *   tree object (untracked files included, ignored ones and `.agentloop/` not), made with a
- *   temporary index: the user's index, HEAD, branches and stash are not touched. Outside a git
+ *   tree object (untracked files included, ignored ones and `.agentloop/` not), and again as each
+ *   bash call ends, made with a temporary index: the user's index, HEAD, branches and stash are not
+ *   touched. The files that differ between the first tree and the run's last are what undoing puts
+ *   back (up to now, when the process died during a call). Outside a git
  *   repository (and for MCP servers' tools) the record says the changes are not tracked, and the
  *   terminal says so too.
  *
@@ -122,8 +124,12 @@ export const workspaceTree = (root: string): Effect.Effect<string | undefined> =
           } catch {
             // a repository without an index yet: every file is read
           }
-          const added = yield* git(root, ["add", "-A", "--", ".", ":(exclude).agentloop"], { index })
-          if (added === undefined) return undefined
+          const added = yield* git(root, ["add", "-A", "--", "."], { index })
+          // agentloop's own folder is not the project's (naming it in `add` fails when it is ignored)
+          const own = yield* git(root, ["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", ".agentloop"], {
+            index
+          })
+          if (added === undefined || own === undefined) return undefined
           const tree = yield* git(root, ["write-tree"], { index })
           return tree?.toString().trim()
         }),
@@ -225,7 +231,8 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
       blobs: new Set<string>(),
       run: -1,
       paths: new Set<string>(),
-      bash: false,
+      /** Whether the run's bash calls are tracked (a git repository); undefined before its first. */
+      bash: undefined as boolean | undefined,
       others: new Set<string>()
     }
     const current = () => {
@@ -240,7 +247,7 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
       if (run !== state.run) {
         state.run = run
         state.paths.clear()
-        state.bash = false
+        state.bash = undefined
         state.others.clear()
       }
       return { session, run }
@@ -312,9 +319,9 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
             yield* options.notice(`⚠ ${stripControl(file.path)} is not saved for /undo: ${stripControl(file.skipped)}`)
           }
         } else if (call.name === "bash") {
-          if (state.bash) return
-          state.bash = true
+          if (state.bash !== undefined) return
           const tree = yield* workspaceTree(root)
+          state.bash = tree !== undefined
           if (tree !== undefined) return yield* options.append({ ...base, tool: "bash", tree })
           yield* options.append({ ...base, tool: "bash", notTracked: "bash: the workspace is not a git repository" })
           yield* options.notice("⚠ bash's changes are not tracked for /undo: the workspace is not a git repository")
@@ -323,6 +330,23 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
           yield* options.append({ ...base, tool: call.name, notTracked: `${call.name}: not one of the coding tools` })
           yield* options.notice(`⚠ ${stripControl(call.name)}'s changes are not tracked for /undo`)
         }
+      }))
+
+    /** The tree after a bash call of a tracked run. */
+    const afterBash = (call: { readonly id: string }) =>
+      lock.withPermits(1)(Effect.gen(function*() {
+        const { run } = current()
+        if (state.bash !== true) return
+        const after = yield* workspaceTree(root)
+        if (after === undefined) return
+        yield* options.append({
+          type: "checkpoint",
+          at: yield* Clock.currentTimeMillis,
+          run,
+          toolCallId: call.id,
+          tool: "bash",
+          after
+        })
       }))
 
     const wrap = (executor: Executor["Service"]): Executor["Service"] =>
@@ -334,7 +358,11 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
           const definition = executor.definitions.find((d) => d.name === call.name)
           // read-only tools change nothing; an unknown tool is refused by the executor
           if (definition === undefined || definition.readOnly === true) return executor.execute(call, context)
-          return Effect.andThen(checkpoint(call), executor.execute(call, context))
+          const run = executor.execute(call, context)
+          return Effect.andThen(
+            checkpoint(call),
+            call.name === "bash" ? Effect.onExit(run, () => afterBash(call)) : run
+          )
         }
       })
     return {
@@ -389,12 +417,20 @@ export const restoreCheckpoints = (
     const notTracked: Array<string> = []
     const failed: Array<{ path: string; reason: string }> = []
     let now: string | undefined
+    // each run's last tree after a bash call (none when its process died during the call: now)
+    const lastAfter = new Map<number, string>()
+    for (const r of checkpoints) if (r.after !== undefined) lastAfter.set(r.run, r.after)
+    const treeDone = new Set<number>()
     for (const r of checkpoints) {
       if (r.file !== undefined) {
         if (!targets.has(r.file.path)) targets.set(r.file.path, { _tag: "file", file: r.file })
       } else if (r.tree !== undefined) {
-        now ??= yield* workspaceTree(root)
-        const changes = now === undefined ? undefined : yield* changesSince(root, r.tree, now)
+        // the run's first tree counts (a durable run's call run again after a restart records another)
+        if (treeDone.has(r.run)) continue
+        treeDone.add(r.run)
+        let until = lastAfter.get(r.run)
+        if (until === undefined) until = now ??= yield* workspaceTree(root)
+        const changes = until === undefined ? undefined : yield* changesSince(root, r.tree, until)
         if (changes === undefined) {
           failed.push({ path: ".", reason: `the git tree ${r.tree.slice(0, 12)} of bash's checkpoint cannot be read` })
           continue

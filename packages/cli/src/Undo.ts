@@ -31,11 +31,15 @@ export const undoCommand = (options: {
     let id = Option.getOrUndefined(options.session)
     if (id === undefined) {
       const latest = (yield* listSessions(root)).filter((s) => !s.ended.startsWith("unreadable")).pop()
-      if (latest === undefined) return yield* Effect.fail(new CliError(`there is no session in ${root}/${SESSIONS_FOLDER} yet`))
+      if (latest === undefined) {
+        return yield* Effect.fail(new CliError(`there is no session in ${root}/${SESSIONS_FOLDER} yet`))
+      }
       id = latest.id
     }
     if (!/^[A-Za-z0-9._-]+$/.test(id)) {
-      return yield* Effect.fail(new CliError(`--session: "${stripControl(id)}" is not a session id (see agentloop sessions)`))
+      return yield* Effect.fail(
+        new CliError(`--session: "${stripControl(id)}" is not a session id (see agentloop sessions)`)
+      )
     }
     const file = `${SESSIONS_FOLDER}/${id}.jsonl`
     if (options.list) {
@@ -47,7 +51,9 @@ export const undoCommand = (options: {
       return
     }
     if (runnerBusy(root, id)) {
-      return yield* Effect.fail(new CliError(`session ${id} is being run by another agentloop process right now: undo it there`))
+      return yield* Effect.fail(
+        new CliError(`session ${id} is being run by another agentloop process right now: undo it there`)
+      )
     }
     // (opening cuts a torn last line a crash left, so the record starts a line of its own)
     const log = yield* openSession(root, id).pipe(Effect.mapError((e) => new CliError(e.message)))

@@ -249,16 +249,26 @@ describe("checkpoints of bash in a git repository", () => {
         writeFileSync(join(ws, "tracked.txt"), "changed by the user, not staged\n")
         writeFileSync(join(ws, "untracked.txt"), "untracked\n")
         writeFileSync(join(ws, "debug.log"), "ignored\n")
+        // agentloop's own folder, ignored here, is never part of a checkpoint
+        mkdirSync(join(ws, ".agentloop/sessions"), { recursive: true })
+        writeFileSync(join(ws, ".agentloop/sessions/s.jsonl"), "{}\n")
         const index = readFileSync(join(ws, ".git/index"))
         const head = git(ws, "rev-parse", "HEAD")
         const status = git(ws, "status", "--porcelain")
         const h = yield* harness(ws)
         yield* h.call("bash", {
-          command: "echo bash > tracked.txt; rm untracked.txt run.sh; echo new > made.txt; echo more >> debug.log"
+          command: "echo bash > tracked.txt; rm untracked.txt run.sh; echo new > made.txt; echo more >> debug.log; " +
+            "echo more >> .agentloop/sessions/s.jsonl"
         })
-        assert.strictEqual(h.records.length, 1)
+        assert.deepStrictEqual(h.records.map((r) => [r.tree !== undefined, r.after !== undefined]), [
+          [true, false],
+          [false, true]
+        ], "the tree before the run's first bash call, and after the call")
         assert.match(h.records[0]!.tree ?? "", /^[0-9a-f]{40}$/)
+        // what the user makes after the run is none of the run's changes
+        writeFileSync(join(ws, "later.txt"), "the user's, after the run\n")
         const done = yield* h.restore()
+        assert.strictEqual(read(ws, "later.txt"), "the user's, after the run\n")
         assert.deepStrictEqual(done.restored, ["run.sh", "tracked.txt", "untracked.txt"])
         assert.deepStrictEqual(done.removed, ["made.txt"])
         assert.strictEqual(read(ws, "tracked.txt"), "changed by the user, not staged\n")
@@ -266,10 +276,12 @@ describe("checkpoints of bash in a git repository", () => {
         assert.strictEqual(statSync(join(ws, "run.sh")).mode & 0o777, 0o755)
         assert.isFalse(existsSync(join(ws, "made.txt")))
         assert.strictEqual(read(ws, "debug.log"), "ignored\nmore\n", "ignored files are not tracked")
+        assert.strictEqual(read(ws, ".agentloop/sessions/s.jsonl"), "{}\nmore\n")
         assert.isTrue(readFileSync(join(ws, ".git/index")).equals(index), "the user's index is untouched")
         assert.strictEqual(git(ws, "rev-parse", "HEAD"), head)
         assert.strictEqual(git(ws, "stash", "list"), "")
-        assert.strictEqual(git(ws, "status", "--porcelain"), status)
+        assert.strictEqual(status, " M tracked.txt\n?? untracked.txt\n")
+        assert.strictEqual(git(ws, "status", "--porcelain"), " M tracked.txt\n?? later.txt\n?? untracked.txt\n")
       })
   )
 

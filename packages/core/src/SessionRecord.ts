@@ -264,7 +264,8 @@ export type CheckpointFile = typeof CheckpointFile.Type
  * What a run's call was about to change, saved before the change (written before the call runs,
  * so a process killed during the call leaves it): for `write` and `edit` the `file`, for the run's
  * first `bash` call in a git repository the workspace's `tree` (a git tree object of its files,
- * untracked ones included, ignored ones not), or `notTracked`: why this call's changes are not
+ * untracked ones included, ignored ones not) and, as each bash call ends, the tree `after` it (what
+ * differs between the two is what undoing puts back), or `notTracked`: why this call's changes are not
  * saved (`bash` outside a git repository, an MCP server's tool). `run` is the run's number in the
  * session (1 for its first `run_start`). For each file, a run's first checkpoint is the one undoing
  * restores.
@@ -280,6 +281,8 @@ export const CheckpointRecord = Schema.Struct({
   tool: Schema.optionalKey(Schema.String),
   file: Schema.optionalKey(CheckpointFile),
   tree: Schema.optionalKey(Schema.String),
+  /** For a `bash` call in a git repository: the workspace's tree when the call ended. */
+  after: Schema.optionalKey(Schema.String),
   notTracked: Schema.optionalKey(Schema.String)
 })
 /**
