@@ -304,7 +304,7 @@ describe("checkpoints of bash in a git repository", () => {
 })
 
 describe("checkpoints under attack: nothing is written outside the workspace", () => {
-  it.effect("a link planted as .agentloop/checkpoints (or the session's folder) leading out: nothing is saved there", () =>
+  it.effect("a link planted as .agentloop/checkpoints (or its session folder) leading out: nothing saved there", () =>
     Effect.gen(function*() {
       for (const planted of [CHECKPOINTS_FOLDER, `${CHECKPOINTS_FOLDER}/${SESSION}`]) {
         const ws = makeWorkspace()
