@@ -525,7 +525,8 @@ export const undoSession = (
     const runs = sessionHistoryOf(loaded).runs
     if (runs.length === 0) return yield* new UndoError({ message: "nothing to undo: the session has no prompt left" })
     const from = to ?? runs.length
-    if (!Number.isInteger(from) || from < 1 || from > runs.length) {
+    if (!Number.isInteger(from)) return yield* new UndoError({ message: "/rewind N takes a prompt number" })
+    if (from < 1 || from > runs.length) {
       return yield* new UndoError({
         message: `there is no prompt ${from}: the session has ${runs.length} (1-${runs.length}; /rewind lists them)`
       })
