@@ -347,4 +347,48 @@ describe("agentloop undo (from the shell)", () => {
     },
     240_000
   )
+
+  it(
+    "--durable: a run after an undo, killed and resumed, resumes from the history without the undone prompt",
+    async () => {
+      const ws = makeWorkspace()
+      const marker = uniqueSleep()
+      const command =
+        `echo attempt >> count.txt; if [ "$(wc -l < count.txt)" -lt 2 ]; then sleep ${marker}; fi; echo finished`
+      const server = await scriptServer([
+        { calls: [{ id: "w1", name: "write", args: { path: "one.txt", content: "1\n" } }] },
+        { text: "done one" },
+        { calls: [{ id: "b1", name: "bash", args: { command } }] },
+        { text: "all done" }
+      ])
+      const run = (...args: Array<string>) =>
+        startCli(["run", "--durable", "--yes", ...providerFlags(server), ...args], { cwd: ws, env: testEnv(ws) })
+      try {
+        const one = run("one")
+        assert.strictEqual((await one.exitedWithin(90_000)).code, 0, one.output() + one.stderr())
+        assert.strictEqual((await undoCli(ws)).code, 0)
+        assert.isFalse(existsSync(join(ws, "one.txt")))
+        const two = run("--continue", "two")
+        assert.isTrue(await eventually(() => processesWith(marker).length > 0, 90_000), two.output())
+        two.child.kill("SIGKILL")
+        await two.exited
+        killAll(marker)
+        // the same command again resumes the run
+        const again = run("two")
+        assert.strictEqual((await again.exitedWithin(90_000)).code, 0, again.output() + again.stderr())
+        assert.include(again.output(), "↻ resuming the durable run")
+        assert.deepStrictEqual(promptsSent(server, 3), ["two"])
+        // the file, rebuilt from the journal, holds the resumed run's messages after its prompt
+        const file = sessionFiles(ws)[0]!
+        const loaded = loadFile(file)
+        assert.deepStrictEqual(pairingViolations(loaded.messages), [])
+        const texts = loaded.messages.filter((m) => m.role === "assistant").map((m) => JSON.stringify(m.content))
+        assert.isTrue(texts.some((t) => t.includes("all done")), texts.join("\n"))
+      } finally {
+        killAll(marker)
+        await server.close()
+      }
+    },
+    240_000
+  )
 })
