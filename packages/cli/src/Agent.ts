@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Executor, Model, parseTranscript } from "@agentloop/core"
+import { Executor, Model, parseTranscript, sessionHistoryOf } from "@agentloop/core"
 import type { AgentRunResult, Message, OutputSchema, ToolCall, Usage } from "@agentloop/core"
 import { Clock, Context, Deferred, Effect, Layer, Option, Scope } from "effect"
 import { readFileSync } from "node:fs"
@@ -13,9 +13,9 @@ import * as nodePath from "node:path"
 import { makeApprovalPolicy, makePermissions, modeSection } from "./Approvals.ts"
 import type { Permissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
+import { describeUndo, makeCheckpoints, promptLine, storedBytes, undoablePrompts, undoSession } from "./Checkpoints.ts"
 import { CliError, reportCliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor } from "./Compaction.ts"
-import type { CompactionState } from "./Compaction.ts"
 import { resolveSettings, saveAllowRule } from "./Config.ts"
 import type { FlagSettings } from "./Config.ts"
 import { abortDurableRun, approveRun, listWorkspaceRuns, runnerBusy, splitAtRun, unfinishedRun } from "./Durable.ts"
@@ -135,6 +135,10 @@ interface Agent {
   /** The session's interrupted durable run, when it has one. */
   readonly pendingRun: () => RecordedRun | undefined
   readonly compactNow: Effect.Effect<void>
+  /** `/undo` (the last prompt) and `/rewind N` (prompt N and the later ones): files and conversation. */
+  readonly undo: (to: number | undefined) => Effect.Effect<void, CliError>
+  /** The prompts `/rewind` can go back to, numbered from 1. */
+  readonly prompts: Effect.Effect<ReadonlyArray<string>, CliError>
   readonly clear: Effect.Effect<void>
   readonly setModel: (name: string) => Effect.Effect<void, CliError>
   /** `/model` alone: the model in use, the provider's list, the known models. */
@@ -154,16 +158,6 @@ interface Agent {
   readonly showHistory: Effect.Effect<void>
   /** `/last`: the whole output of the last tool calls. */
   readonly showLast: Effect.Effect<void>
-}
-
-const lastCompaction = (log: SessionLog): CompactionState | undefined => {
-  for (let i = log.records.length - 1; i >= 0; i--) {
-    const r = log.records[i]!
-    if (r.type === "compaction" && r.summary !== undefined && r.summarized !== undefined) {
-      return { summary: r.summary, covered: r.summarized }
-    }
-  }
-  return undefined
 }
 
 /** The session to open: the latest (--continue), a given one (--resume ID), or none (a new one). */
@@ -226,7 +220,8 @@ const unfinishedRunOf = (root: string, log: SessionLog, run: RecordedRun) =>
       const call = calls.get(p.callId)
       if (call !== undefined) waiting.push({ call, askedAt: p.askedAt })
     }
-    return { input: loaded.messages, waiting }
+    // (without the runs an undo dropped, as the run was given it)
+    return { input: sessionHistoryOf(loaded).messages, waiting }
   })
 
 /** Sets up everything `run` and `chat` share. */
@@ -383,7 +378,7 @@ const makeAgent = (
     const compactor = makeCompactor({
       contextWindow,
       model: models.model,
-      initial: lastCompaction(log),
+      initial: log.compaction,
       onCompact: (state, info) =>
         Effect.gen(function*() {
           // a run counts its compactions' usage itself; /compact is not in a run
@@ -414,6 +409,15 @@ const makeAgent = (
     mcpUi.print = (line) => renderer.line(line)
     mcpUi.allowSampling = () => permissions.mode === "yes"
     mcpUi.addUsage = (usage) => session.addUsage(usage)
+    // what a run's calls will change is saved first, for /undo (Checkpoints.ts)
+    const checkpoints = yield* makeCheckpoints({
+      root,
+      sessionId: () => session.log().id,
+      run: session.runNumber,
+      append: session.append,
+      notice: (text) => renderer.line(style.yellow(text)),
+      stored: storedBytes(log.records)
+    })
 
     // the engine the flags pick, on the model in use and the tools
     const engineLayer = flags.durable ?
@@ -453,7 +457,9 @@ const makeAgent = (
     const engine = Context.get(
       yield* Layer.build(
         engineLayer.pipe(
-          Layer.provide(Layer.mergeAll(Layer.succeed(Model, models.model), Layer.succeedContext(executor)))
+          Layer.provide(
+            Layer.mergeAll(Layer.succeed(Model, models.model), Layer.succeedContext(checkpoints.wrapContext(executor)))
+          )
         )
       ),
       RunEngine
@@ -560,6 +566,20 @@ const makeAgent = (
         const done = yield* compactor.compactNow(session.history())
         if (!done) out(`${style.dim("nothing to compact yet")}\n`)
       }),
+      undo: (to) =>
+        Effect.gen(function*() {
+          const undone = yield* undoSession(root, session.log(), to).pipe(
+            Effect.mapError((e) => new CliError(e.message))
+          )
+          yield* session.append(undone.record)
+          yield* session.reload
+          compactor.reset()
+          for (const line of describeUndo(undone)) out(`${style.dim(line)}\n`)
+        }),
+      prompts: Effect.suspend(() => undoablePrompts(root, session.log().file)).pipe(
+        Effect.map((runs) => runs.map((r) => promptLine(r.start.prompt ?? ""))),
+        Effect.mapError((e) => new CliError(e.message))
+      ),
       clear: Effect.gen(function*() {
         configuredPrompt = yield* promptNow
         yield* session.clear
@@ -757,6 +777,8 @@ const HELP = [
   "/model [NAME]    list the models, or switch (PROVIDER:NAME switches provider too)",
   "/thinking LEVEL  the model's thinking: off, low, medium, high",
   "/mode [MODE]     show or switch the permission mode: ask, accept-edits, read-only (plan), yes",
+  "/undo            put back the files the last prompt changed and take it out of the conversation",
+  "/rewind [N]      list the prompts, or go back to before prompt N (its files and the later ones')",
   "/clear           start a new session",
   "/SERVER:PROMPT   an MCP server's prompt as the next message (args: key=value, or the text for one argument)",
   "/init            ask the agent to look at the project and write AGENTS.md (its write asks first)",
@@ -807,7 +829,17 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
         } else if (command === "/cost") out(`${agent.cost()}\n`)
         else if (command === "/last") yield* agent.showLast
         else if (command === "/compact") yield* agent.compactNow
-        else if (command === "/clear") yield* agent.clear
+        else if (command === "/undo" || (command === "/rewind" && arg.length > 0)) {
+          const to = command === "/undo" ? undefined : Number(arg)
+          yield* agent.undo(to).pipe(Effect.catch((e) => Effect.sync(() => agent.err(e.message))))
+        } else if (command === "/rewind") {
+          const prompts = yield* agent.prompts.pipe(
+            Effect.catch((e) => Effect.as(Effect.sync(() => agent.err(e.message)), []))
+          )
+          if (prompts.length === 0) out("no prompt to go back to\n")
+          prompts.forEach((p, i) => out(`${String(i + 1).padStart(3)}  ${p}\n`))
+          if (prompts.length > 0) out(`${style.dim("/rewind N goes back to before prompt N")}\n`)
+        } else if (command === "/clear") yield* agent.clear
         else if (command === "/init") {
           const result = yield* agent.runPrompt(INIT_PROMPT, { mentions: false }).pipe(
             Effect.catch((e) => Effect.as(Effect.sync(() => agent.err(e.message)), undefined))

@@ -5,8 +5,15 @@
  *
  * @since 0.1.0
  */
-import { addUsage, makeTranscriptWriter, parseTranscript, PersistenceError, sessionRecordsOf } from "@agentloop/core"
-import type { Message, SessionHeader, SessionRecord, TranscriptWriter, Usage } from "@agentloop/core"
+import {
+  addUsage,
+  makeTranscriptWriter,
+  parseTranscript,
+  PersistenceError,
+  sessionHistoryOf,
+  sessionRecordsOf
+} from "@agentloop/core"
+import type { CompactionState, Message, SessionHeader, SessionRecord, TranscriptWriter, Usage } from "@agentloop/core"
 import { Clock, Effect, Random } from "effect"
 import type { Scope } from "effect"
 import { readdirSync } from "node:fs"
@@ -32,8 +39,13 @@ export interface SessionLog {
   /** The file, relative to the workspace. */
   readonly file: string
   readonly header: SessionHeader
-  /** The transcript so far (checked and paired). */
+  /**
+   * The transcript the session continues (checked and paired): the file's, without the runs an
+   * undo dropped (core's `sessionHistoryOf`).
+   */
   readonly messages: ReadonlyArray<Message>
+  /** The compaction in force for those messages (the last summary still covering only them). */
+  readonly compaction: CompactionState | undefined
   /** The records so far, decoded (core's `SessionRecord`; records of unknown types are left out). */
   readonly records: ReadonlyArray<SessionRecord>
   /** Whether a torn last line (left by a crash) was cut off when the session was opened. */
@@ -81,7 +93,16 @@ export const createSession = (
     const writer = yield* writerFor(root, file, true, false)
     const full: SessionHeader = { type: "session", version: 1, id, at: yield* Clock.currentTimeMillis, ...header }
     yield* writer.append(full)
-    return { id, file, header: full, messages: [], records: [full], repairedTornLine: false, writer }
+    return {
+      id,
+      file,
+      header: full,
+      messages: [],
+      compaction: undefined,
+      records: [full],
+      repairedTornLine: false,
+      writer
+    }
   })
 
 const isHeader = (r: SessionRecord): r is SessionHeader => r.type === "session"
@@ -118,7 +139,17 @@ export const openSession = (root: string, id: string): Effect.Effect<SessionLog,
       return yield* Effect.fail(new PersistenceError({ path: file, message: `${file} has no session header` }))
     }
     const writer = yield* writerFor(root, file, false, repaired)
-    return { id, file, header, messages: loaded.messages, records, repairedTornLine: repaired, writer }
+    const history = sessionHistoryOf(loaded)
+    return {
+      id,
+      file,
+      header,
+      messages: history.messages,
+      compaction: history.compaction,
+      records,
+      repairedTornLine: repaired,
+      writer
+    }
   })
 
 /**

@@ -25,7 +25,7 @@ type WorkspaceFileError = ReturnType<typeof WorkspaceFiles.createFile> extends E
  */
 export class WorkspaceWriteError extends Schema.TaggedError<WorkspaceWriteError>()("WorkspaceWriteError", {
   path: Schema.String,
-  reason: Schema.Literals(["Outside", "AlreadyExists", "Io"]),
+  reason: Schema.Literals(["Outside", "AlreadyExists", "NotFound", "TooLarge", "Io"]),
   message: Schema.String
 }) {}
 
@@ -39,7 +39,11 @@ const confined = <A, R extends Workspace | Scope.Scope>(
     Effect.mapError((e) =>
       new WorkspaceWriteError({
         path: e.path,
-        reason: e.reason === "AlreadyExists" ? "AlreadyExists" : OUTSIDE.has(e.reason) ? "Outside" : "Io",
+        reason: e.reason === "AlreadyExists" || e.reason === "NotFound" || e.reason === "TooLarge" ?
+          e.reason :
+          OUTSIDE.has(e.reason) ?
+          "Outside" :
+          "Io",
         message: e.message
       })
     ),
@@ -83,8 +87,57 @@ export const createFile = (root: string, path: string, content: string): Effect.
  * @since 0.1.0
  * @category files
  */
-export const writeFile = (root: string, path: string, content: string): Effect.Effect<void, WorkspaceWriteError> =>
-  confined(root, WorkspaceFiles.writeFile(path, content))
+export const writeFile = (
+  root: string,
+  path: string,
+  content: string | Uint8Array,
+  options?: WorkspaceFiles.WriteOptions
+): Effect.Effect<void, WorkspaceWriteError> => confined(root, WorkspaceFiles.writeFile(path, content, options))
+
+/**
+ * Creates `path` with `content` unless something is there (then fails with reason `AlreadyExists`).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const createBytes = (
+  root: string,
+  path: string,
+  content: Uint8Array
+): Effect.Effect<void, WorkspaceWriteError> => confined(root, WorkspaceFiles.createFile(path, content))
+
+/**
+ * Removes the file or link at `path` (never following a link in its last component); `false` when
+ * nothing was there.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const removeFile = (root: string, path: string): Effect.Effect<boolean, WorkspaceWriteError> =>
+  confined(root, WorkspaceFiles.removeFile(path))
+
+/**
+ * Where a write to `path` would write, relative to the workspace (links inside followed).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const resolvePath = (root: string, path: string): Effect.Effect<string, WorkspaceWriteError> =>
+  confined(root, WorkspaceFiles.resolvePath(path))
+
+/**
+ * Reads the regular file `path` (never through a link out, nor a hard-linked file), with where it is
+ * and its mode; fails with reason `NotFound` when it does not exist, `TooLarge` past `maxBytes`.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readFileInfo = (
+  root: string,
+  path: string,
+  options: { readonly maxBytes: number; readonly lenient?: boolean }
+): Effect.Effect<WorkspaceFiles.FileInfo, WorkspaceWriteError> =>
+  confined(root, WorkspaceFiles.readFileInfo(path, options))
 
 /**
  * A file open for appending.

@@ -285,6 +285,21 @@ const abortCmd = Command.make("abort", {
   )
 )
 
+const undoCmd = Command.make("undo", {
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  session: optionalString("session", "the session (default: the latest; agentloop sessions lists them)"),
+  to: optionalInt("to", "go back to before prompt N (--list numbers them), undoing it and every later one"),
+  list: Flag.Boolean("list").pipe(
+    Flag.withDescription("number the prompts that can be undone"),
+    Flag.withDefault(false)
+  )
+}, lazy(() => import("./Undo.ts"), (m) => m.undoCommand)).pipe(
+  Command.withDescription(
+    "Put back the files the session's last prompt changed (--to N: prompt N and the later ones) and take it out of " +
+      "the conversation --continue continues, as /undo and /rewind do in chat."
+  )
+)
+
 const view = Command.make(
   "view",
   {
@@ -394,7 +409,20 @@ export const usagePresenter: CliOutput.Presenter = {
  */
 export const agentloop = Command.make("agentloop").pipe(
   Command.withDescription("agentloop: a coding agent in your terminal, on a verifiable agent loop (Effect 4)."),
-  Command.withSubcommands([run, chat, sessions, runs, approveCmd, abortCmd, view, exportCmd, replayCmd, mcp, demo])
+  Command.withSubcommands([
+    run,
+    chat,
+    sessions,
+    runs,
+    approveCmd,
+    abortCmd,
+    undoCmd,
+    view,
+    exportCmd,
+    replayCmd,
+    mcp,
+    demo
+  ])
 )
 
 /**

@@ -15,8 +15,10 @@
  * @since 0.1.0
  */
 import { Exit, Schema } from "effect"
+import type { CompactionState } from "./Compaction.ts"
 import { RunReason } from "./LoopEvent.ts"
 import { Usage, UserMessage } from "./Message.ts"
+import type { Message } from "./Message.ts"
 import type { LoadedTranscript, TranscriptRecord } from "./Persistence.ts"
 
 const At = Schema.Finite.annotate({ description: "epoch milliseconds" })
@@ -254,6 +256,86 @@ export const RunEndRecord = Schema.Struct({
 export type RunEndRecord = typeof RunEndRecord.Type
 
 /**
+ * A file as a checkpoint found it before a call changed it: `path` (relative to the workspace, links
+ * followed) and either `blob` (the sha256, in hex, of its content, saved under the session's
+ * checkpoint folder), `absent` (there was no file: undoing removes it), or `skipped` (why it was not
+ * saved: too large, the session's cap reached, not a regular file...; undoing cannot restore it).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CheckpointFile = Schema.Struct({
+  path: Schema.String,
+  blob: Schema.optionalKey(Schema.String),
+  size: Schema.optionalKey(Schema.Finite),
+  /** The permission bits. */
+  mode: Schema.optionalKey(Schema.Finite),
+  absent: Schema.optionalKey(Schema.Boolean),
+  skipped: Schema.optionalKey(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type CheckpointFile = typeof CheckpointFile.Type
+
+/**
+ * What a run's call was about to change, saved before the change (written before the call runs,
+ * so a process killed during the call leaves it): for `write` and `edit` the `file`, for the run's
+ * first `bash` call in a git repository the workspace's `tree` (a git tree object of its files,
+ * untracked ones included, ignored ones not) and, as each bash call ends, the tree `after` it (what
+ * differs between the two is what undoing puts back), or `notTracked`: why this call's changes are not
+ * saved (`bash` outside a git repository, an MCP server's tool). `run` is the run's number in the
+ * session (1 for its first `run_start`). For each file, a run's first checkpoint is the one undoing
+ * restores.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const CheckpointRecord = Schema.Struct({
+  type: Schema.Literal("checkpoint"),
+  at: At,
+  run: Schema.Finite,
+  toolCallId: Schema.optionalKey(Schema.String),
+  tool: Schema.optionalKey(Schema.String),
+  file: Schema.optionalKey(CheckpointFile),
+  tree: Schema.optionalKey(Schema.String),
+  /** For a `bash` call in a git repository: the workspace's tree when the call ended. */
+  after: Schema.optionalKey(Schema.String),
+  notTracked: Schema.optionalKey(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type CheckpointRecord = typeof CheckpointRecord.Type
+
+/**
+ * Runs were undone (`/undo`, `/rewind`, `agentloop undo`): `runs` are their numbers in the session
+ * (as `CheckpointRecord.run` counts), and the transcript the session continues no longer holds
+ * them (`sessionHistoryOf`); the file keeps them. What was done to the files: `restored` (put back
+ * as they were), `removed` (created by the runs), `failed` (with why), `notTracked` (changes
+ * undoing could not cover, as the checkpoints said).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const UndoRecord = Schema.Struct({
+  type: Schema.Literal("undo"),
+  at: At,
+  runs: Schema.Array(Schema.Finite),
+  restored: Schema.optionalKey(Schema.Array(Schema.String)),
+  removed: Schema.optionalKey(Schema.Array(Schema.String)),
+  failed: Schema.optionalKey(Schema.Array(Schema.Struct({ path: Schema.String, reason: Schema.String }))),
+  notTracked: Schema.optionalKey(Schema.Array(Schema.String))
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type UndoRecord = typeof UndoRecord.Type
+
+/**
  * Every record of a session file.
  *
  * @since 0.1.0
@@ -269,7 +351,9 @@ export const SessionRecord = Schema.Union([
   ApprovalRecord,
   CompactionRecord,
   ModelSwitchRecord,
-  RunEndRecord
+  RunEndRecord,
+  CheckpointRecord,
+  UndoRecord
 ])
 /**
  * @since 0.1.0
@@ -373,4 +457,94 @@ export const sessionRunsOf = (
     }
   })
   return runs
+}
+
+/**
+ * The runs an undo dropped, by their number in the session (1 for the first `run_start`).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const undoneRuns = (records: ReadonlyArray<SessionRecord>): Set<number> => {
+  const undone = new Set<number>()
+  for (const r of records) if (r.type === "undo") { for (const n of r.runs) undone.add(n) }
+  return undone
+}
+
+/**
+ * A run of the transcript a session continues: its number in the session (1 for the first
+ * `run_start`, undone runs counted) and where its messages are in `SessionHistory.messages`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface HistoryRun extends SessionRun {
+  readonly number: number
+}
+
+/**
+ * What a session continues from: its transcript without the runs an undo dropped (every call
+ * still paired: a run's messages go whole), those runs, and the compaction in force (the last one
+ * whose summary covers only messages still there).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SessionHistory {
+  readonly messages: Array<Message>
+  readonly runs: ReadonlyArray<HistoryRun>
+  readonly compaction: CompactionState | undefined
+}
+
+/**
+ * The transcript a session continues from what `parseTranscript` / `loadTranscript` read of its
+ * file (see `SessionHistory`). A run's messages are its prompt and everything up to the next run's
+ * prompt; messages before the first run are kept.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const sessionHistoryOf = (
+  loaded: Pick<LoadedTranscript, "messages" | "records" | "recordsAt">
+): SessionHistory => {
+  const all = sessionRunsOf(loaded)
+  const decoded: Array<{ readonly record: SessionRecord; readonly at: number }> = []
+  loaded.records.forEach((raw, i) => {
+    const d = decodeSessionRecord(raw)
+    if (d !== undefined && d.ok) decoded.push({ record: d.record, at: loaded.recordsAt[i] ?? loaded.messages.length })
+  })
+  const undone = undoneRuns(decoded.map((d) => d.record))
+  const messages: Array<Message> = loaded.messages.slice(0, all[0]?.from ?? loaded.messages.length)
+  const runs: Array<HistoryRun> = []
+  all.forEach((run, i) => {
+    const end = all[i + 1]?.from ?? loaded.messages.length
+    if (undone.has(i + 1)) return
+    const from = messages.length
+    for (let m = run.from; m < end; m++) messages.push(loaded.messages[m]!)
+    runs.push({ ...run, number: i + 1, from, to: from + (run.to - run.from) })
+  })
+  // the compaction in force: an undo that leaves fewer messages than a summary covers ends it
+  let compaction: CompactionState | undefined
+  let live = all[0]?.from ?? loaded.messages.length
+  let runNumber = 0
+  const kept = new Set<number>()
+  for (const { record } of decoded) {
+    if (record.type === "run_start") {
+      runNumber++
+      kept.add(runNumber)
+      const run = all[runNumber - 1]
+      const end = all[runNumber]?.from ?? loaded.messages.length
+      if (run !== undefined) live += end - run.from
+    } else if (record.type === "compaction" && record.summary !== undefined && record.summarized !== undefined) {
+      compaction = { summary: record.summary, covered: record.summarized }
+    } else if (record.type === "undo") {
+      for (const n of record.runs) {
+        if (!kept.delete(n)) continue
+        const run = all[n - 1]
+        if (run !== undefined) live -= (all[n]?.from ?? loaded.messages.length) - run.from
+      }
+      if (compaction !== undefined && compaction.covered > live) compaction = undefined
+    }
+  }
+  return { messages, runs, compaction }
 }

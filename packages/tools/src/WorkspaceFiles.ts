@@ -47,12 +47,91 @@ const encode = (content: string | Uint8Array): Uint8Array =>
  */
 export const writeFile = (
   path: string,
-  content: string | Uint8Array
+  content: string | Uint8Array,
+  options: WriteOptions = {}
 ): Effect.Effect<void, WorkspaceFileError, Workspace> =>
-  Effect.flatMap(
-    confined,
-    (files) => attempt(() => void files.write(path, { exclusive: false, content: () => encode(content) }))
-  )
+  Effect.flatMap(confined, (files) =>
+    attempt(() =>
+      void files.write(path, {
+        exclusive: false,
+        content: () => encode(content),
+        followFinal: options.followLinks !== false,
+        mode: options.mode
+      })
+    ))
+
+/**
+ * How `writeFile` writes.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WriteOptions {
+  /**
+   * `false`: a link in the path's last component is not followed, and the write is refused (reason
+   * `"NotRegularFile"`); links on the way are still followed inside the workspace. Default: followed.
+   */
+  readonly followLinks?: boolean | undefined
+  /** The file's permission bits (default: the replaced file's, or `0o666` less the umask for a new one). */
+  readonly mode?: number | undefined
+}
+
+/**
+ * Removes the file (or link) at `path`, never following a link in its last component: a link is
+ * removed itself, whatever it points to. A directory is refused. Succeeds with `false` when there
+ * is nothing there.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const removeFile = (path: string): Effect.Effect<boolean, WorkspaceFileError, Workspace> =>
+  Effect.flatMap(confined, (files) => attempt(() => files.remove(path).removed))
+
+/**
+ * Where `path` leads inside the workspace (links inside it followed), relative to the root: the
+ * file a write to `path` would write. A path that does not exist (yet) is answered as it would be
+ * created.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const resolvePath = (path: string): Effect.Effect<string, WorkspaceFileError, Workspace> =>
+  Effect.flatMap(confined, (files) => attempt(() => files.display(files.resolve(path))))
+
+/**
+ * A file read by `readFileInfo`: where it is (relative to the root, links followed), its bytes and
+ * its permission bits.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FileInfo {
+  readonly path: string
+  readonly bytes: Uint8Array
+  readonly mode: number
+}
+
+/**
+ * Reads the regular file `path` as `readFile` does (same refusals, `maxBytes` default
+ * `DEFAULT_MAX_BYTES`), and says where it is and its mode. `lenient`: a missing name is looked up
+ * among names differing only in spaces, quotes or Unicode form, as the `edit` tool looks it up.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readFileInfo = (
+  path: string,
+  options: { readonly maxBytes?: number | undefined; readonly lenient?: boolean | undefined } = {}
+): Effect.Effect<FileInfo, WorkspaceFileError, Workspace> =>
+  Effect.flatMap(confined, (files) =>
+    attempt(() => {
+      const read = files.read(path, {
+        maxBytes: () => options.maxBytes ?? DEFAULT_MAX_BYTES,
+        refuseHardLinks: true,
+        lenient: options.lenient
+      })
+      return { path: read.shown, bytes: read.bytes, mode: read.stat.mode & 0o7777 }
+    }))
 
 /**
  * Creates `path` with `content` only if nothing exists there (atomically, as `writeFile`); fails

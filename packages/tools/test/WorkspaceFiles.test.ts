@@ -92,4 +92,68 @@ describe("WorkspaceFiles (the confined layer for the CLI's own files)", () => {
         assert.strictEqual((yield* Effect.flip(WorkspaceFiles.writeFile("", "x"))).reason, "InvalidPath")
       })
     ))
+
+  it.effect("removeFile removes a file, or a link itself (never what it points to); refuses folders and outside", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        const outside = `${root}/../outside-remove`
+        yield* fs.makeDirectory(outside)
+        yield* fs.writeFileString(`${outside}/keep.txt`, "the user's own file\n")
+        yield* WorkspaceFiles.writeFile("a/new.txt", "new\n")
+        assert.isTrue(yield* WorkspaceFiles.removeFile("a/new.txt"))
+        assert.isFalse(yield* WorkspaceFiles.exists("a/new.txt"))
+        assert.isFalse(yield* WorkspaceFiles.removeFile("a/new.txt"), "nothing there: nothing removed")
+        assert.isFalse(yield* WorkspaceFiles.removeFile("nope/deeper.txt"), "no folder: nothing removed")
+        yield* fs.symlink(`${outside}/keep.txt`, `${root}/a/link.txt`)
+        assert.isTrue(yield* WorkspaceFiles.removeFile("a/link.txt"))
+        assert.strictEqual(yield* fs.readFileString(`${outside}/keep.txt`), "the user's own file\n")
+        assert.strictEqual((yield* Effect.flip(WorkspaceFiles.removeFile("a"))).reason, "IsDirectory")
+        assert.strictEqual(
+          (yield* Effect.flip(WorkspaceFiles.removeFile("../outside-remove/keep.txt"))).reason,
+          "Outside"
+        )
+        yield* fs.symlink(outside, `${root}/out`)
+        assert.strictEqual((yield* Effect.flip(WorkspaceFiles.removeFile("out/keep.txt"))).reason, "Outside")
+        assert.deepStrictEqual(yield* fs.readDirectory(outside), ["keep.txt"])
+      })
+    ))
+
+  it.effect("writeFile with followLinks false refuses a link in the last component; mode sets the bits", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* WorkspaceFiles.writeFile("target.txt", "target\n")
+        yield* fs.symlink(`${root}/target.txt`, `${root}/link.txt`)
+        const refused = yield* Effect.flip(WorkspaceFiles.writeFile("link.txt", "x", { followLinks: false }))
+        assert.strictEqual(refused.reason, "NotRegularFile")
+        assert.strictEqual(yield* fs.readFileString(`${root}/target.txt`), "target\n")
+        yield* WorkspaceFiles.writeFile("run.sh", "echo\n", { mode: 0o755 })
+        assert.strictEqual((yield* fs.stat(`${root}/run.sh`)).mode & 0o777, 0o755)
+        yield* WorkspaceFiles.writeFile("run.sh", "echo 2\n", { mode: 0o640, followLinks: false })
+        assert.strictEqual((yield* fs.stat(`${root}/run.sh`)).mode & 0o777, 0o640)
+      })
+    ))
+
+  it.effect("readFileInfo says where a file is (links inside followed) and its mode; resolvePath too", () =>
+    inWorkspace((root) =>
+      Effect.gen(function*() {
+        const fs = yield* FileSystem.FileSystem
+        yield* WorkspaceFiles.writeFile("src/real.txt", "real\n", { mode: 0o600 })
+        yield* fs.symlink(`${root}/src/real.txt`, `${root}/alias.txt`)
+        const info = yield* WorkspaceFiles.readFileInfo("alias.txt")
+        assert.deepStrictEqual([info.path, new TextDecoder().decode(info.bytes), info.mode], [
+          "src/real.txt",
+          "real\n",
+          0o600
+        ])
+        assert.strictEqual(yield* WorkspaceFiles.resolvePath("alias.txt"), "src/real.txt")
+        assert.strictEqual(yield* WorkspaceFiles.resolvePath("src/new/file.txt"), "src/new/file.txt")
+        assert.strictEqual(
+          (yield* Effect.flip(WorkspaceFiles.readFileInfo("src/real.txt", { maxBytes: 2 }))).reason,
+          "TooLarge"
+        )
+        assert.strictEqual((yield* Effect.flip(WorkspaceFiles.readFileInfo("missing.txt"))).reason, "NotFound")
+      })
+    ))
 })

@@ -58,6 +58,10 @@ export interface AgentSession {
   readonly endRun: (result: AgentRunResult, runId: string | undefined) => Effect.Effect<void>
   /** Reads the file again (after it was rewritten). */
   readonly reopen: Effect.Effect<void, CliError>
+  /** The number of the session's latest run (1 for its first; the one going on, during a run). */
+  readonly runNumber: () => number
+  /** Reads the file again and continues from its history (after an `undo` record was appended). */
+  readonly reload: Effect.Effect<void, CliError>
   /** A new session (`/clear`): a new file, no history, the configured system prompt. */
   readonly clear: Effect.Effect<void>
 }
@@ -100,6 +104,12 @@ export const makeAgentSession = (options: AgentSessionOptions): AgentSession => 
           return Effect.void
       }
     })
+  const reopen = Effect.gen(function*() {
+    state.log = yield* openSession(options.root, state.log.id).pipe(
+      Scope.provide(options.scope),
+      Effect.mapError((e) => new CliError(e.message))
+    )
+  })
   return {
     log: () => state.log,
     systemPrompt: () => state.systemPrompt,
@@ -140,12 +150,12 @@ export const makeAgentSession = (options: AgentSessionOptions): AgentSession => 
           ...(result.output === undefined ? {} : { output: result.output })
         })
       }),
-    reopen: Effect.gen(function*() {
-      state.log = yield* openSession(options.root, state.log.id).pipe(
-        Scope.provide(options.scope),
-        Effect.mapError((e) => new CliError(e.message))
-      )
-    }),
+    reopen,
+    runNumber: () => state.runs,
+    reload: Effect.tap(reopen, () =>
+      Effect.sync(() => {
+        state.history = state.log.messages
+      })),
     clear: Effect.gen(function*() {
       state.log = yield* options.create.pipe(
         Scope.provide(options.scope),

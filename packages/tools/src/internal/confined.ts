@@ -415,6 +415,13 @@ export class Confined {
       ) => Uint8Array
       /** The file must exist (an edit): at most this many bytes, its name looked up leniently if asked. */
       readonly mustExist?: { readonly maxBytes: number; readonly lenient?: boolean | undefined } | undefined
+      /**
+       * Whether a link in the final component is followed (inside the workspace); when false, a link
+       * there is refused as not a regular file (default: followed).
+       */
+      readonly followFinal?: boolean | undefined
+      /** The new file's permission bits, instead of the old file's (or the default for a new one). */
+      readonly mode?: number | undefined
     }
   ): {
     readonly shown: string
@@ -428,7 +435,7 @@ export class Confined {
     const renamed: Array<Renamed> = []
     const walk = {
       createParents: options.mustExist === undefined,
-      followFinal: true,
+      followFinal: options.followFinal !== false,
       lenient: options.mustExist?.lenient === true ? renamed : undefined
     }
     return this.walk(input, walk, (dir, name, lstat, shown) => {
@@ -460,7 +467,11 @@ export class Confined {
       const previous = current?.stat ?? lstat
       this.removeLeftovers(dir, name)
       const temporary = temporaryName(name)
-      const mode = previous === undefined ? 0o666 : previous.mode & 0o7777
+      const mode = options.mode !== undefined ?
+        options.mode & 0o7777 :
+        previous === undefined ?
+        0o666 :
+        previous.mode & 0o7777
       let fd: number
       try {
         const how = flags.O_WRONLY | flags.O_CREAT | flags.O_EXCL | O_NOFOLLOW
@@ -478,8 +489,8 @@ export class Confined {
             } catch {
               // only the owner or root may change owners; the file then belongs to whoever writes
             }
-            NodeFs.fchmodSync(fd, mode)
           }
+          if (previous !== undefined || options.mode !== undefined) NodeFs.fchmodSync(fd, mode)
           NodeFs.fsyncSync(fd)
         } finally {
           NodeFs.closeSync(fd)
@@ -554,6 +565,31 @@ export class Confined {
         NodeFs.closeSync(fd)
         throw error
       }
+    })
+  }
+
+  /**
+   * Removes the file or link `input` names, never following a link in its final component (a link
+   * is removed itself); refuses a directory. Returns whether there was something to remove.
+   */
+  remove(input: string): { readonly shown: string; readonly removed: boolean } {
+    if (input.endsWith("/") || /(^|\/)\.\.?$/.test(input)) {
+      this.fail(input, "IsDirectory", `${input} names a directory; give a file name`)
+    }
+    const walk = { createParents: false, followFinal: false, missing: () => ({ shown: input, removed: false }) }
+    return this.walk(input, walk, (dir, name, lstat, shown) => {
+      if (name === null || lstat?.isDirectory() === true) {
+        return this.fail(input, "IsDirectory", `${shown} is a directory`)
+      }
+      if (lstat === undefined) return { shown, removed: false }
+      try {
+        NodeFs.unlinkSync(at(dir, name))
+      } catch (error) {
+        if (codeOf(error) === "ENOENT") return { shown, removed: false }
+        if (codeOf(error) === "EISDIR") throw new Retry()
+        return this.fail(input, "Io", `${shown}: ${messageOf(error)}`)
+      }
+      return { shown, removed: true }
     })
   }
 
