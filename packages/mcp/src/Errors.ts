@@ -41,3 +41,14 @@ export class McpAuthError extends Schema.TaggedError<McpAuthError>()("McpAuthErr
   server: Schema.String,
   message: Schema.String
 }) {}
+
+/**
+ * An MCP server of agentloop's own (`serveMcpStdio`, `serveMcpHttp`) could not start: its port is
+ * taken, or the transport could not be opened.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class McpServeError extends Schema.TaggedError<McpServeError>()("McpServeError", {
+  message: Schema.String
+}) {}
