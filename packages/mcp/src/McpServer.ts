@@ -18,6 +18,8 @@
  *   denied call, a failed tool (`ToolError`), a defect or a timeout (the definition's `timeoutMs`)
  *   is a result with `isError: true`. An unknown tool is a protocol error (invalid params), as MCP
  *   asks.
+ * - **Logging**: a denied call is also logged (`warning`, logger `agentloop`) for the client's
+ *   user, at the level the client set with `logging/setLevel`.
  * - **Progress** (`reportProgress`) becomes `notifications/progress` when the request has a
  *   progress token (see `progressNotice`).
  * - **Cancellation**: `notifications/cancelled` fires the call's `AbortSignal` and interrupts its
@@ -257,7 +259,7 @@ const makeServer = (executor: ExecutorShape, options: McpServeOptions, runPromis
   const server = new Server(
     { name: options.name ?? "agentloop", version: options.version ?? "0.1.0" },
     {
-      capabilities: { tools: { listChanged: false } },
+      capabilities: { tools: { listChanged: false }, logging: {} },
       ...(options.instructions === undefined ? {} : { instructions: options.instructions })
     }
   )
@@ -267,7 +269,14 @@ const makeServer = (executor: ExecutorShape, options: McpServeOptions, runPromis
     // an unknown tool is the request's error (a protocol error), not a tool result
     if (definition === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`)
     const run = runCall(executor, policy, definition, request.params, extra)
-    return toMcpResult(await runPromise(run, { signal: extra.signal }))
+    const result = await runPromise(run, { signal: extra.signal })
+    // the client's user learns of a denied call too, not only its model (at the level they chose)
+    if ((result.details as { denied?: boolean } | undefined)?.denied === true) {
+      const data = result.content.map((part) => (part.type === "text" ? part.text : "")).join("")
+      await server.sendLoggingMessage({ level: "warning", logger: "agentloop", data }, extra.sessionId)
+        .catch(() => undefined)
+    }
+    return toMcpResult(result)
   })
   return server
 }
