@@ -326,7 +326,9 @@ const view = Command.make(
 
 const mcpName = Argument.String("name").pipe(Argument.withDescription("the server's name in the config's mcpServers"))
 const mcp = Command.make("mcp").pipe(
-  Command.withDescription("MCP servers: log in to (or out of) an HTTP server that wants OAuth."),
+  Command.withDescription(
+    "MCP: log in to (or out of) an HTTP server that wants OAuth; serve agentloop's tools to other agents."
+  ),
   Command.withSubcommands([
     Command.make("login", {
       workspace: optionalString("workspace", "project folder (default: the current folder)"),
@@ -342,6 +344,26 @@ const mcp = Command.make("mcp").pipe(
       name: mcpName
     }, lazy(() => import("./internal/McpCommands.ts"), (m) => m.mcpLogoutCommand)).pipe(
       Command.withDescription("Forget an HTTP MCP server's tokens.")
+    ),
+    Command.make("serve", {
+      workspace: optionalString("workspace", "folder the tools are confined to (default: the current folder)"),
+      http: optionalInt("http", "serve Streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio (0: any free port)"),
+      yes: Flag.Boolean("yes").pipe(
+        Flag.withDescription("run every tool (default: read-only tools only; nobody can be asked)"),
+        Flag.withDefault(false)
+      ),
+      allow: Flag.String("allow").pipe(
+        Flag.withDescription("also run this tool, e.g. --allow edit (repeatable)"),
+        Flag.atLeast(0)
+      ),
+      subAgents: Flag.Boolean("sub-agents").pipe(
+        Flag.withDescription("offer an agent tool: a whole agentloop run on the configured model, same tools and rule"),
+        Flag.withDefault(false)
+      )
+    }, lazy(() => import("./internal/McpServe.ts"), (m) => m.mcpServeCommand)).pipe(
+      Command.withDescription(
+        "Offer the coding tools, confined to the workspace, to other agents over MCP (stdio, or --http on loopback)."
+      )
     )
   ])
 )

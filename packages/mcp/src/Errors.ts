@@ -69,3 +69,14 @@ export class McpSamplingError extends Schema.TaggedError<McpSamplingError>()("Mc
   reason: Schema.Literals(["denied", "unsupported", "model"]),
   message: Schema.String
 }) {}
+
+/**
+ * An MCP server of agentloop's own (`serveMcpStdio`, `serveMcpHttp`) could not start: its port is
+ * taken, or the transport could not be opened.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class McpServeError extends Schema.TaggedError<McpServeError>()("McpServeError", {
+  message: Schema.String
+}) {}

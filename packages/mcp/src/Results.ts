@@ -19,6 +19,10 @@
  *
  * `details.mcp` is always `{ server, tool }` (the server's own name for the tool).
  *
+ * The other way, for agentloop's own server (`McpServer.ts`), `toMcpResult`: each text part a
+ * `text` part, each image an `image` part, `isError` as it is; `details` stay on this side (they
+ * may name files of the workspace or hold a sub-agent's whole transcript).
+ *
  * @since 0.1.0
  */
 import type { ImageContent, TextContent, ToolCall, ToolResultMessage } from "@agentloop/core"
@@ -167,3 +171,24 @@ export const limitResult = (
       }
     }
   })
+
+/**
+ * The MCP `tools/call` result for an agentloop tool result: its text and image parts, and whether
+ * it is an error (see the table above for the other way).
+ *
+ * @since 0.1.0
+ * @category converting
+ */
+export const toMcpResult = (result: ToolResultMessage): {
+  content: Array<
+    { type: "text"; text: string } | { type: "image"; data: string; mimeType: string }
+  >
+  isError: boolean
+} => ({
+  content: result.content.map((part) =>
+    part.type === "text" ?
+      { type: "text" as const, text: part.text } :
+      { type: "image" as const, data: part.data, mimeType: part.mimeType }
+  ),
+  isError: result.isError
+})
