@@ -27,7 +27,8 @@ const servePolicy = (yes: boolean, allowed: ReadonlyArray<string>): ToolPolicy =
     base(call, definition) === allow ?
       allow :
       deny(
-        `"${call.name}" needs approval, and this MCP server cannot ask anyone: start it with --yes or --allow ${call.name}`
+        `"${call.name}" needs approval, and this MCP server cannot ask anyone: ` +
+          `start it with --yes or --allow ${call.name}`
       )
 }
 
