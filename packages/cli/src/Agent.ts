@@ -37,6 +37,7 @@ import { eventLine, makeJsonRenderer, resultLine } from "./JsonOutput.ts"
 import { PERMISSION_MODES } from "./Permissions.ts"
 import type { PermissionMode } from "./Permissions.ts"
 import { describeHistory, makeRenderer } from "./Renderer.ts"
+import type { Renderer } from "./Renderer.ts"
 import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
 import { stripControl } from "./Sanitize.ts"
@@ -293,12 +294,16 @@ const makeAgent = (
         new CliError(e._tag === "PlatformError" ? `cannot open the workspace ${root}: ${e.message}` : e.message)
       )
     )
+    // --quiet shows no progress at all (the final answer is printed by `run`)
+    const quietRenderer: Renderer = { render: () => Effect.void, line: () => Effect.void, hold: (effect) => effect }
     const renderer = options.json === true ?
       makeJsonRenderer(writeStdout, out) :
+      options.quiet === true ?
+      quietRenderer :
       yield* makeRenderer({
         write: out,
         style,
-        live: display.isTTY === true && options.quiet !== true,
+        live: display.isTTY === true,
         columns: display.columns,
         screen,
         expandHint: options.chat === true ? "/last shows all" : undefined

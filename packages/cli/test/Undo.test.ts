@@ -35,6 +35,13 @@ const answer = async (cli: Running, marker: string | RegExp, line: string, from 
   return at
 }
 
+/**
+ * Types a line once the run that printed `text` has ended (its usage line after it): typed while a
+ * run works, the line would steer that run instead of being the next prompt.
+ */
+const afterRun = (cli: Running, text: string, line: string, from = 0) =>
+  answer(cli, new RegExp(`${text}[\\s\\S]*usage:[^\\n]*\\n`), line, from)
+
 /** The user prompts of the `index`-th request the server got. */
 const promptsSent = (server: ScriptServer, index: number) =>
   (server.bodies[index]!.body["messages"] as Array<{ role: string; content: unknown }>)
@@ -69,8 +76,8 @@ describe("/undo and /rewind in chat (in a pseudo-terminal)", () => {
       try {
         const cli = startCli(["chat", "--yes", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
         let at = await answer(cli, "/help for commands", "edit a.txt")
-        at = await answer(cli, "edited", "write a new file", at)
-        at = await answer(cli, "written", "/undo", at)
+        at = await afterRun(cli, "edited", "write a new file", at)
+        at = await afterRun(cli, "written", "/undo", at)
         await cli.waitFor("removed src/new.txt", 90_000, at)
         assert.include(cli.output().slice(at), `undone: "write a new file"`)
         assert.include(cli.output().slice(at), "1 prompt(s) left")
@@ -122,10 +129,10 @@ describe("/undo and /rewind in chat (in a pseudo-terminal)", () => {
     try {
       const cli = startCli(["chat", "--yes", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
       let at = await answer(cli, "/help for commands", "first prompt")
-      at = await answer(cli, "done one", "second prompt\\", at)
+      at = await afterRun(cli, "done one", "second prompt\\", at)
       at = await answer(cli, "… ", "with a second line", at)
-      at = await answer(cli, "done two", "third prompt", at)
-      at = await answer(cli, "done three", "/rewind", at)
+      at = await afterRun(cli, "done two", "third prompt", at)
+      at = await afterRun(cli, "done three", "/rewind", at)
       await cli.waitFor("/rewind N goes back", 90_000, at)
       const list = cli.output().slice(at)
       assert.match(list, /1 {2}first prompt/)

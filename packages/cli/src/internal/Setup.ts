@@ -229,7 +229,8 @@ export const modelsOverview = (models: ModelSwitch): Effect.Effect<string> =>
   Effect.gen(function*() {
     const settings = models.settings()
     const provider = settings.provider
-    const lines = [`model: ${provider ?? "?"}:${models.name() ?? "?"} · thinking ${models.thinking()}`]
+    const at = settings.baseUrl === undefined ? "" : ` at ${settings.baseUrl}`
+    const lines = [`model: ${provider ?? "?"} ${models.name() ?? "?"}${at} · thinking ${models.thinking()}`]
     if (provider === "openai-compat" || provider === "anthropic") {
       const apiKey = settings.apiKeyEnv === undefined ? undefined : process.env[settings.apiKeyEnv]
       const listed = yield* Effect.result(listModels({ provider, baseUrl: settings.baseUrl, apiKey }))
