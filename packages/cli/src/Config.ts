@@ -375,3 +375,26 @@ export const saveAllowRule = (workspace: string, rule: string): Effect.Effect<st
     )
     return relative
   })
+
+/**
+ * Flag settings with no flag given: for the commands that read the config without `run`'s and
+ * `chat`'s flags (`mcp login`, `mcp serve`, `replay`).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const NO_FLAGS: FlagSettings = {
+  provider: Option.none(),
+  model: Option.none(),
+  baseUrl: Option.none(),
+  apiKeyEnv: Option.none(),
+  maxTokens: Option.none(),
+  maxSteps: Option.none(),
+  contextWindow: Option.none(),
+  firstByteTimeout: Option.none(),
+  idleTimeout: Option.none(),
+  requestTimeout: Option.none(),
+  promptCache: Option.none(),
+  approvalTimeout: Option.none(),
+  systemPrompt: Option.none()
+}

@@ -30,7 +30,7 @@ import { cpSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as NodePath from "node:path"
 import { CliError, reportCliError } from "./CliError.ts"
-import { resolveSettings } from "./Config.ts"
+import { NO_FLAGS, resolveSettings } from "./Config.ts"
 import { toolsLayer, workspaceOf } from "./internal/Setup.ts"
 import { stripControl } from "./Sanitize.ts"
 import { readSessionText, resolveSessionFile } from "./view/Viewer.ts"
@@ -179,7 +179,7 @@ export const replayCommand = (options: {
     )
     const text = yield* readSessionText(file, project).pipe(Effect.mapError((e) => new CliError(e.message)))
     const recording = yield* recordingOf(text, file).pipe(Effect.mapError((e) => new CliError(e.message)))
-    const settings = yield* resolveSettings(noFlags, project, process.env).pipe(
+    const settings = yield* resolveSettings(NO_FLAGS, project, process.env).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
     const folder = yield* replayFolder(project, options.workspace)
@@ -231,19 +231,3 @@ export const replayCommand = (options: {
       `replayed ${replayed.success.length} run(s), ${steps} step(s), ${calls} tool call(s): the same as the recording`
     )
   })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError))
-
-const noFlags = {
-  provider: Option.none(),
-  model: Option.none(),
-  baseUrl: Option.none(),
-  apiKeyEnv: Option.none(),
-  maxTokens: Option.none(),
-  maxSteps: Option.none(),
-  contextWindow: Option.none(),
-  firstByteTimeout: Option.none(),
-  idleTimeout: Option.none(),
-  requestTimeout: Option.none(),
-  promptCache: Option.none(),
-  approvalTimeout: Option.none(),
-  systemPrompt: Option.none()
-}

@@ -16,7 +16,7 @@ import type { HttpServerConfig } from "@agentloop/mcp"
 import { Duration, Effect, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
 import { CliError } from "../CliError.ts"
-import { resolveSettings } from "../Config.ts"
+import { NO_FLAGS, resolveSettings } from "../Config.ts"
 import { stripControl } from "../Sanitize.ts"
 import { exitSoon } from "../Terminal.ts"
 import { workspaceOf } from "./Setup.ts"
@@ -27,25 +27,9 @@ const LOGIN_TIMEOUT = Duration.minutes(5)
 /** The HTTP server `name` of the config files. */
 const httpServer = (root: string, name: string): Effect.Effect<HttpServerConfig, CliError> =>
   Effect.gen(function*() {
-    const settings = yield* resolveSettings(
-      {
-        provider: Option.none(),
-        model: Option.none(),
-        baseUrl: Option.none(),
-        apiKeyEnv: Option.none(),
-        maxTokens: Option.none(),
-        maxSteps: Option.none(),
-        contextWindow: Option.none(),
-        firstByteTimeout: Option.none(),
-        idleTimeout: Option.none(),
-        requestTimeout: Option.none(),
-        promptCache: Option.none(),
-        approvalTimeout: Option.none(),
-        systemPrompt: Option.none()
-      },
-      root,
-      process.env
-    ).pipe(Effect.mapError((e) => new CliError(e.message)))
+    const settings = yield* resolveSettings(NO_FLAGS, root, process.env).pipe(
+      Effect.mapError((e) => new CliError(e.message))
+    )
     const servers = settings.mcpServers === undefined ?
       [] :
       yield* decodeMcpServers(settings.mcpServers).pipe(Effect.mapError((e) => new CliError(e.message)))

@@ -15,7 +15,7 @@ import { bashOptionsLayer, codingTools, outputStoreLayer, workspaceLayer } from 
 import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Effect, Layer, Option } from "effect"
 import { CliError } from "../CliError.ts"
-import { resolveSettings } from "../Config.ts"
+import { NO_FLAGS, resolveSettings } from "../Config.ts"
 import { stripControl } from "../Sanitize.ts"
 import { modelOf, workspaceOf } from "./Setup.ts"
 
@@ -30,22 +30,6 @@ const servePolicy = (yes: boolean, allowed: ReadonlyArray<string>): ToolPolicy =
         `"${call.name}" needs approval, and this MCP server cannot ask anyone: ` +
           `start it with --yes or --allow ${call.name}`
       )
-}
-
-const noFlags = {
-  provider: Option.none(),
-  model: Option.none(),
-  baseUrl: Option.none(),
-  apiKeyEnv: Option.none(),
-  maxTokens: Option.none(),
-  maxSteps: Option.none(),
-  contextWindow: Option.none(),
-  firstByteTimeout: Option.none(),
-  idleTimeout: Option.none(),
-  requestTimeout: Option.none(),
-  promptCache: Option.none(),
-  approvalTimeout: Option.none(),
-  systemPrompt: Option.none()
 }
 
 /**
@@ -63,7 +47,7 @@ export const mcpServeCommand = (options: {
 }): Effect.Effect<void> =>
   Effect.gen(function*() {
     const root = yield* workspaceOf(options.workspace)
-    const settings = yield* resolveSettings(noFlags, root, process.env).pipe(
+    const settings = yield* resolveSettings(NO_FLAGS, root, process.env).pipe(
       Effect.mapError((e) => new CliError(e.message))
     )
     const policy = servePolicy(options.yes, options.allow)
