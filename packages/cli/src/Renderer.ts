@@ -98,7 +98,7 @@ export const describeResult = (result: ToolResultMessage): string => {
 }
 
 /** `text` cut to `max` columns (one a code point), with `…` where it was cut. */
-const fit = (text: string, max: number): string => {
+const clipTo = (text: string, max: number): string => {
   const chars = [...text.replace(/\t/g, "  ")]
   return chars.length > max ? `${chars.slice(0, Math.max(1, max - 1)).join("")}…` : chars.join("")
 }
@@ -121,12 +121,12 @@ export const excerptLines = (
   const width = Math.max(20, options.columns - 6)
   const lines = excerpt.lines.map((l) =>
     l.kind === "output"
-      ? style.dim(`  │ ${fit(l.text, width)}`)
+      ? style.dim(`  │ ${clipTo(l.text, width)}`)
       : l.kind === "added"
-      ? style.green(`    +${fit(l.text, width)}`)
+      ? style.green(`    +${clipTo(l.text, width)}`)
       : l.kind === "removed"
-      ? style.red(`    -${fit(l.text, width)}`)
-      : style.dim(`     ${fit(l.text, width)}`)
+      ? style.red(`    -${clipTo(l.text, width)}`)
+      : style.dim(`     ${clipTo(l.text, width)}`)
   )
   if (excerpt.more === 0) return lines
   const hint = options.expandHint === undefined ? "" : ` (${options.expandHint})`

@@ -2,25 +2,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Option } from "effect"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { resolveSettings } from "../src/Config.ts"
+import { NO_FLAGS, resolveSettings } from "../src/Config.ts"
 import type { FlagSettings } from "../src/Config.ts"
 import { makeWorkspace } from "./helpers/agent.ts"
 
-const noFlags: FlagSettings = {
-  provider: Option.none(),
-  model: Option.none(),
-  baseUrl: Option.none(),
-  apiKeyEnv: Option.none(),
-  maxTokens: Option.none(),
-  maxSteps: Option.none(),
-  contextWindow: Option.none(),
-  firstByteTimeout: Option.none(),
-  idleTimeout: Option.none(),
-  requestTimeout: Option.none(),
-  promptCache: Option.none(),
-  approvalTimeout: Option.none(),
-  systemPrompt: Option.none()
-}
+const noFlags: FlagSettings = NO_FLAGS
 
 describe("settings", () => {
   it.effect("precedence: flags, then environment, then the project's config, then the user's", () =>

@@ -14,50 +14,18 @@
  */
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Semaphore } from "effect"
+import { Effect } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { cliOf, parseList, slots, suites, versionOf } from "./conformance/suites.ts"
 import { node } from "./helpers.ts"
 
-const require = createRequire(import.meta.url)
 const adapter = fileURLToPath(new URL("./conformance/client.ts", import.meta.url))
 const expectedFile = fileURLToPath(new URL("./conformance/expected-failures.json", import.meta.url))
 const expected = JSON.parse(readFileSync(expectedFile, "utf8")) as Record<string, Record<string, string>>
-
-interface Suite {
-  readonly pkg: string
-  /** Whether the SDK's client speaks a scenario with these spec-version tags. */
-  readonly speaks: (tags: ReadonlyArray<string>) => boolean
-}
-
-const suites: ReadonlyArray<Suite> = [
-  { pkg: "@modelcontextprotocol/conformance", speaks: () => true },
-  { pkg: "mcp-conformance-next", speaks: (tags) => tags.some((tag) => tag !== "2026-07-28") }
-]
-
-/** Scenarios running at once, over both suites (each is a mock server, the CLI and our client). */
-const slots = Semaphore.makeUnsafe(4)
-
-const versionOf = (pkg: string): string =>
-  (JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), "utf8")) as { version: string }).version
-
-const cliOf = (pkg: string): string => join(require.resolve(`${pkg}/package.json`), "..", "dist", "index.js")
-
-/** `name [tag,tag]` lines of the "Client scenarios" part of `conformance list`. */
-const parseList = (output: string): Array<{ readonly name: string; readonly tags: ReadonlyArray<string> }> => {
-  const start = output.indexOf("Client scenarios")
-  const rest = output.slice(start)
-  const end = rest.search(/\n\S/) // the next section
-  const part = end < 0 ? rest : rest.slice(0, end)
-  return [...part.matchAll(/^ {2}- (\S+)(?: \[([^\]]*)\])?$/gm)].map((m) => ({
-    name: m[1]!,
-    tags: (m[2] ?? "").split(",").filter((t) => t.length > 0)
-  }))
-}
 
 interface Outcome {
   readonly scenario: string
@@ -116,7 +84,7 @@ describe("MCP conformance suite (client scenarios)", () => {
       Effect.gen(function*() {
         const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
         const cli = cliOf(suite.pkg)
-        const listed = parseList(yield* spawner.string(ChildProcess.make(node, [cli, "list"])))
+        const listed = parseList(yield* spawner.string(ChildProcess.make(node, [cli, "list"])), "Client scenarios")
         assert.isAbove(listed.length, 0, "the suite lists client scenarios")
         const run = listed.filter((s) => suite.speaks(s.tags)).map((s) => s.name)
         const failing = expected[version] ?? {}

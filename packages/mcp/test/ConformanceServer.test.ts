@@ -17,47 +17,18 @@ import { Executor } from "@agentloop/core"
 import { serveMcpHttp } from "@agentloop/mcp"
 import { NodeServices } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Semaphore } from "effect"
+import { Effect } from "effect"
 import { ChildProcess, ChildProcessSpawner } from "effect/process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { conformanceExecutor } from "./conformance/serverTools.ts"
+import { cliOf, parseList, slots, suites, versionOf } from "./conformance/suites.ts"
 import { node } from "./helpers.ts"
 
-const require = createRequire(import.meta.url)
 const expectedFile = fileURLToPath(new URL("./conformance/expected-server-failures.json", import.meta.url))
 const expected = JSON.parse(readFileSync(expectedFile, "utf8")) as Record<string, Record<string, string>>
-
-interface Suite {
-  readonly pkg: string
-  readonly speaks: (tags: ReadonlyArray<string>) => boolean
-}
-
-const suites: ReadonlyArray<Suite> = [
-  { pkg: "@modelcontextprotocol/conformance", speaks: () => true },
-  { pkg: "mcp-conformance-next", speaks: (tags) => tags.some((tag) => tag !== "2026-07-28") }
-]
-
-const slots = Semaphore.makeUnsafe(4)
-
-const versionOf = (pkg: string): string =>
-  (JSON.parse(readFileSync(require.resolve(`${pkg}/package.json`), "utf8")) as { version: string }).version
-
-const cliOf = (pkg: string): string => join(require.resolve(`${pkg}/package.json`), "..", "dist", "index.js")
-
-/** `name [tag,tag]` lines of the "Server scenarios" part of `conformance list`. */
-const parseList = (output: string): Array<{ readonly name: string; readonly tags: ReadonlyArray<string> }> => {
-  const rest = output.slice(output.indexOf("Server scenarios"))
-  const end = rest.search(/\n\S/)
-  const part = end < 0 ? rest : rest.slice(0, end)
-  return [...part.matchAll(/^ {2}- (\S+)(?: \[([^\]]*)\])?$/gm)].map((m) => ({
-    name: m[1]!,
-    tags: (m[2] ?? "").split(",").filter((t) => t.length > 0)
-  }))
-}
 
 /** The checks that did not succeed, from the result directory the CLI wrote. */
 const summarize = (dir: string, output: string): string => {
@@ -90,7 +61,7 @@ describe("MCP conformance suite (server scenarios)", () => {
       Effect.gen(function*() {
         const spawner = yield* ChildProcessSpawner.ChildProcessSpawner
         const cli = cliOf(suite.pkg)
-        const listed = parseList(yield* spawner.string(ChildProcess.make(node, [cli, "list"])))
+        const listed = parseList(yield* spawner.string(ChildProcess.make(node, [cli, "list"])), "Server scenarios")
         assert.isAbove(listed.length, 0, "the suite lists server scenarios")
         const run = listed.filter((s) => suite.speaks(s.tags)).map((s) => s.name)
         const failing = expected[version] ?? {}
