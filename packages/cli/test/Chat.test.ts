@@ -4,6 +4,7 @@ import { Effect } from "effect"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import {
+  answer,
   countingScript,
   eventually,
   isSummaryRequest,
@@ -17,17 +18,8 @@ import {
   testEnv,
   uniqueSleep
 } from "./helpers/agent.ts"
-import type { Running } from "./helpers/agent.ts"
 
 const transcriptOf = (file: string) => Effect.runSync(parseTranscript(readFileSync(file, "utf8"), file))
-
-/** Types a line into the terminal once `marker` has appeared after `from`. */
-const answer = async (cli: Running, marker: string | RegExp, line: string, from = 0) => {
-  await cli.waitFor(marker, 90_000, from)
-  const at = cli.output().length
-  cli.write(`${line}\r`)
-  return at
-}
 
 describe("agentloop chat (in a pseudo-terminal)", () => {
   it("approvals answered y, n with a reason, and a (always for this tool); /cost; /compact", async () => {

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { buildTimeline, parseSessionText } from "../src/view/index.ts"
 import {
+  afterRun,
   countingScript,
   eventually,
   isSummaryRequest,
@@ -268,10 +269,8 @@ describe("agentloop --durable", () => {
         })
         assert.strictEqual((await other.exited).code, 0, other.stderr())
         await cli.waitFor("bash c2: denied from another terminal", 90_000, at)
-        await cli.waitFor("all done", 90_000, at)
         // Ctrl-C at a question aborts the run: the waiting call is answered skipped, the prompt comes back
-        at = cli.output().length
-        cli.write("one more\r")
+        at = await afterRun(cli, "all done", "one more", at)
         await cli.waitFor("allow?", 90_000, at)
         cli.write("\u0003")
         await cli.waitFor("run ended: aborted", 90_000, at)

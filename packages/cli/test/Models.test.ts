@@ -1,15 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { makeWorkspace, providerFlags, scriptServer, startCli, testEnv } from "./helpers/agent.ts"
-import type { Running } from "./helpers/agent.ts"
-
-const answer = async (cli: Running, marker: string | RegExp, line: string, from = 0) => {
-  await cli.waitFor(marker, 90_000, from)
-  const at = cli.output().length
-  cli.write(`${line}\r`)
-  return at
-}
+import { answer, makeWorkspace, providerFlags, scriptServer, startCli, testEnv } from "./helpers/agent.ts"
 
 describe("models in chat (in a pseudo-terminal)", () => {
   it(

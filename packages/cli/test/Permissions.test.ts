@@ -4,6 +4,7 @@ import { join } from "node:path"
 import { checkRules, parseRule, readRules, RuleError, suggestBashRules } from "../src/Permissions.ts"
 import type { PermissionRules } from "../src/Permissions.ts"
 import {
+  answer,
   jsonLines,
   makeWorkspace,
   providerFlags,
@@ -12,7 +13,6 @@ import {
   startCli,
   testEnv
 } from "./helpers/agent.ts"
-import type { Running } from "./helpers/agent.ts"
 
 const rules = (allow: ReadonlyArray<string>, deny: ReadonlyArray<string> = []): PermissionRules => {
   const read = readRules({ allow, deny }, "test config")
@@ -130,14 +130,6 @@ describe("permission rules", () => {
     }
   })
 })
-
-/** Types a line into the terminal once `marker` has appeared after `from`. */
-const answer = async (cli: Running, marker: string | RegExp, line: string, from = 0) => {
-  await cli.waitFor(marker, 90_000, from)
-  const at = cli.output().length
-  cli.write(`${line}\r`)
-  return at
-}
 
 /** The text of the last tool result a request sends (OpenAI's format). */
 const lastToolResult = (body: Record<string, unknown>): string => {

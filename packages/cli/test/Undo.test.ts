@@ -13,6 +13,8 @@ import { execFileSync } from "node:child_process"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import {
+  afterRun,
+  answer,
   eventually,
   jsonLines,
   killAll,
@@ -25,22 +27,7 @@ import {
   testEnv,
   uniqueSleep
 } from "./helpers/agent.ts"
-import type { Running, ScriptServer } from "./helpers/agent.ts"
-
-/** Types a line into the terminal once `marker` has appeared after `from`. */
-const answer = async (cli: Running, marker: string | RegExp, line: string, from = 0) => {
-  await cli.waitFor(marker, 90_000, from)
-  const at = cli.output().length
-  cli.write(`${line}\r`)
-  return at
-}
-
-/**
- * Types a line once the run that printed `text` has ended (its usage line after it): typed while a
- * run works, the line would steer that run instead of being the next prompt.
- */
-const afterRun = (cli: Running, text: string, line: string, from = 0) =>
-  answer(cli, new RegExp(`${text}[\\s\\S]*usage:[^\\n]*\\n`), line, from)
+import type { ScriptServer } from "./helpers/agent.ts"
 
 /** The user prompts of the `index`-th request the server got. */
 const promptsSent = (server: ScriptServer, index: number) =>

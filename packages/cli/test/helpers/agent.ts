@@ -518,6 +518,24 @@ export const eventually = async (test: () => boolean, ms: number): Promise<boole
   return test()
 }
 
+/**
+ * Types `line` and Enter into the terminal once `marker` has appeared after `from`; returns where the
+ * output stood just before, for the next wait.
+ */
+export const answer = async (cli: Running, marker: string | RegExp, line: string, from = 0): Promise<number> => {
+  await cli.waitFor(marker, 90_000, from)
+  const at = cli.output().length
+  cli.write(`${line}\r`)
+  return at
+}
+
+/**
+ * Types a line once the run that printed `text` has ended (its usage line after it): typed while a
+ * run works, the line would steer that run instead of being the next prompt.
+ */
+export const afterRun = (cli: Running, text: string, line: string, from = 0): Promise<number> =>
+  answer(cli, new RegExp(`${text}[\\s\\S]*usage:[^\\n]*\\n`), line, from)
+
 /** The flags pointing the CLI at a script server. */
 export const providerFlags = (server: ScriptServer, provider: "openai-compat" | "anthropic" = "openai-compat") =>
   provider === "openai-compat" ?
