@@ -10,7 +10,7 @@ import type { AgentRunResult, Message, OutputSchema, ToolCall, Usage } from "@ag
 import { Clock, Context, Deferred, Effect, Layer, Option, Scope } from "effect"
 import { readFileSync } from "node:fs"
 import * as nodePath from "node:path"
-import { makeApprovalPolicy, makePermissions, modeSection } from "./Approvals.ts"
+import { makeApprovalPolicy, makePermissions, modeSection, nextMode } from "./Approvals.ts"
 import type { Permissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
 import { describeUndo, makeCheckpoints, promptLine, storedBytes, undoablePrompts, undoSession } from "./Checkpoints.ts"
@@ -36,7 +36,7 @@ import { buildSystemPrompt } from "./internal/SystemPrompt.ts"
 import { eventLine, makeJsonRenderer, resultLine } from "./JsonOutput.ts"
 import { PERMISSION_MODES } from "./Permissions.ts"
 import type { PermissionMode } from "./Permissions.ts"
-import { describeHistory, makeRenderer } from "./Renderer.ts"
+import { contextUsed, describeContext, describeHistory, formatTokens, makeRenderer } from "./Renderer.ts"
 import type { Renderer } from "./Renderer.ts"
 import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
@@ -85,22 +85,6 @@ export interface AgentFlags extends FlagSettings {
   /** Each run is a durable run on the embedded engine (`--durable`). */
   readonly durable: boolean
 }
-
-/**
- * The context the last request filled: its input (cached or not) plus its answer, from the last
- * assistant message's usage (what the next request starts from); undefined when none reported it.
- */
-const contextUsed = (messages: ReadonlyArray<Message>): number | undefined => {
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i]!
-    if (m.role === "assistant" && m.usage !== undefined) {
-      return m.usage.input + (m.usage.cacheRead ?? 0) + (m.usage.cacheWrite ?? 0) + m.usage.output
-    }
-  }
-  return undefined
-}
-
-const formatTokens = (n: number) => (n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n))
 
 /**
  * One line describing a usage: tokens in (cache reads), out, and money when known.
@@ -296,6 +280,8 @@ const makeAgent = (
     )
     // --quiet shows no progress at all (the final answer is printed by `run`)
     const quietRenderer: Renderer = { render: () => Effect.void, line: () => Effect.void, hold: (effect) => effect }
+    const contextWindow = settings.contextWindow ??
+      (settings.model === undefined ? undefined : knownContextWindow(settings.model))
     const renderer = options.json === true ?
       makeJsonRenderer(writeStdout, out) :
       options.quiet === true ?
@@ -306,19 +292,32 @@ const makeAgent = (
         live: display.isTTY === true,
         columns: display.columns,
         screen,
-        expandHint: options.chat === true ? "/last shows all" : undefined
+        expandHint: options.chat === true ? "/last shows all" : undefined,
+        contextWindow: () => contextWindow
       })
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
     // the prompt history of this project, for chat on a terminal
     const history = options.chat === true && process.stdin.isTTY === true
       ? yield* openHistory(historyFile(root, process.env), report)
       : undefined
+    const permissions = makePermissions({
+      mode: flags.yes ? "yes" : settings.permissionMode ?? "ask",
+      rules: settings.rules,
+      save: (rule) => saveAllowRule(root, rule).pipe(Effect.mapError((e) => new CliError(e.message)))
+    })
     const input = yield* makeLineInput(controller, {
       history,
       leaveOnEof: options.chat === true,
       complete: mentionCompleter(root),
       screen,
-      style
+      style,
+      cycleMode: options.chat === true ?
+        () => {
+          permissions.mode = nextMode(permissions.mode)
+          return `mode: ${permissions.mode} (Shift+Tab: next)`
+        } :
+        undefined,
+      say: (line) => Effect.runSync(renderer.line(line))
     })
 
     // the system prompt of a new session: the built-in one (or its replacement), the config's addition, AGENTS.md
@@ -377,8 +376,6 @@ const makeAgent = (
       report
     })
 
-    const contextWindow = settings.contextWindow ??
-      (settings.model === undefined ? undefined : knownContextWindow(settings.model))
     // (the estimate counts the system prompt and the tool definitions each request carries)
     const compactor = makeCompactor({
       contextWindow,
@@ -402,11 +399,6 @@ const makeAgent = (
           )
         }),
       onError: (message) => renderer.line(style.yellow(`⚠ ${message}`))
-    })
-    const permissions = makePermissions({
-      mode: flags.yes ? "yes" : settings.permissionMode ?? "ask",
-      rules: settings.rules,
-      save: (rule) => saveAllowRule(root, rule).pipe(Effect.mapError((e) => new CliError(e.message)))
     })
     const record = (r: ApprovalRecord) =>
       Effect.flatMap(Clock.currentTimeMillis, (at) => session.append({ type: "approval", at, ...r }))
@@ -508,9 +500,7 @@ const makeAgent = (
         const context = contextUsed(result.messages)
         const window = contextWindow === undefined || context === undefined ?
           "" :
-          ` · context: ${formatTokens(context)} of ${formatTokens(contextWindow)} (${
-            Math.round(context / contextWindow * 100)
-          }%)`
+          ` · ${describeContext(context, contextWindow)}`
         out(
           `${style.dim(`  usage: ${describeUsage(usage.last)} · session: ${describeUsage(usage.session)}${window}`)}\n`
         )
@@ -781,7 +771,7 @@ const HELP = [
   "/compact         summarise older turns now (the session file keeps everything)",
   "/model [NAME]    list the models, or switch (PROVIDER:NAME switches provider too)",
   "/thinking LEVEL  the model's thinking: off, low, medium, high",
-  "/mode [MODE]     show or switch the permission mode: ask, accept-edits, read-only (plan), yes",
+  "/mode [MODE]     show or switch the permission mode: ask, accept-edits, read-only (plan), yes (Shift+Tab: next)",
   "/undo            put back the files the last prompt changed and take it out of the conversation",
   "/rewind [N]      list the prompts, or go back to before prompt N (its files and the later ones')",
   "/clear           start a new session",

@@ -69,6 +69,16 @@ export const makePermissions = (options: {
   readonly save?: ((rule: string) => Effect.Effect<string, CliError>) | undefined
 }): Permissions => ({ mode: options.mode, configured: options.rules, session: [], save: options.save })
 
+/**
+ * The mode Shift+Tab switches to in `chat`: `ask` → `accept-edits` → `read-only` → `ask`. It never
+ * goes to `yes` (only `--yes`, `--mode yes` or `/mode yes` do); from `yes` it goes to `ask`.
+ *
+ * @since 0.1.0
+ * @category approvals
+ */
+export const nextMode = (mode: PermissionMode): PermissionMode =>
+  mode === "ask" ? "accept-edits" : mode === "accept-edits" ? "read-only" : "ask"
+
 /** The rules in force now: the config files' and the session's. */
 const rulesNow = (p: Permissions): PermissionRules => ({
   allow: [...p.configured.allow, ...p.session],

@@ -50,6 +50,7 @@ export type KeyName =
   | "clearScreen"
   | "escape"
   | "tab"
+  | "backTab"
 
 const PASTE_START = "\u001b[200~"
 const PASTE_END = "\u001b[201~"
@@ -92,6 +93,8 @@ const CSI: Readonly<Record<string, KeyName>> = {
   "1;5D": "wordLeft",
   "1;3C": "wordRight",
   "1;3D": "wordLeft",
+  // Shift+Tab
+  Z: "backTab",
   // Shift+Enter, where the terminal tells it from Enter (kitty's and xterm's modifyOtherKeys forms)
   "13;2u": "newline",
   "27;2;13~": "newline"

@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import type { LoopEvent, Message, ToolCall, ToolResultMessage } from "@agentloop/core"
+import type { LoopEvent, Message, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
 import { Clock, Effect } from "effect"
 import { stripControl } from "./Sanitize.ts"
 import { makeScreen } from "./Screen.ts"
@@ -33,6 +33,11 @@ export interface RendererOptions {
   readonly screen?: Screen | undefined
   /** How the whole output of a call is shown, named where an excerpt leaves lines out (chat: `/last`). */
   readonly expandHint?: string | undefined
+  /**
+   * The model's context window in tokens: the status line then shows how much of it the last request
+   * filled (`context: 12.3k of 200.0k (6%)`), updated as each answer reports its usage.
+   */
+  readonly contextWindow?: (() => number | undefined) | undefined
 }
 
 /**
@@ -46,6 +51,40 @@ export interface Renderer {
   /** Runs `effect` with the status line cleared and not redrawn (e.g. while asking a question). */
   readonly hold: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
 }
+
+/**
+ * The context the last request filled: its input (cached or not) plus its answer, from the last
+ * assistant message's usage (what the next request starts from); undefined when none reported it.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const contextUsed = (messages: ReadonlyArray<Message>): number | undefined => {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!
+    if (m.role === "assistant" && m.usage !== undefined) return contextOf(m.usage)
+  }
+  return undefined
+}
+
+const contextOf = (usage: Usage) => usage.input + (usage.cacheRead ?? 0) + (usage.cacheWrite ?? 0) + usage.output
+
+/**
+ * A token count as the terminal shows it: `1234`, `12.3k`.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const formatTokens = (n: number): string => (n >= 10_000 ? `${(n / 1000).toFixed(1)}k` : String(n))
+
+/**
+ * `context: 12.3k of 200.0k (6%)`: how much of the model's window the last request filled.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const describeContext = (used: number, window: number): string =>
+  `context: ${formatTokens(used)} of ${formatTokens(window)} (${Math.round(used / window * 100)}%)`
 
 const FRAMES = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"]
 
@@ -226,14 +265,23 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
   let streaming: "text" | "thinking" | undefined
   let frame = 0
   let held = 0
+  // since when the run waits for the model after a batch of calls ended (undefined: it does not)
+  let waitingSince: number | undefined
+  // what the last request filled of the context (from its answer's usage)
+  let context: number | undefined
 
   const clearStatus = () => screen.setBlock("status", undefined)
+  const statusShown = () => running.size > 0 || waitingSince !== undefined
   const drawStatus = (now: number) => {
-    if (!live || running.size === 0 || streaming !== undefined || held > 0) return
-    const parts = [...running.values()].map((r) => {
-      const seconds = ((now - r.started) / 1000).toFixed(1)
-      return `${describeCall(r.call)} ${style.dim(`${seconds}s`)}${r.last ? style.dim(` ${r.last}`) : ""}`
-    })
+    if (!live || !statusShown() || streaming !== undefined || held > 0) return
+    const parts = running.size > 0 ?
+      [...running.values()].map((r) => {
+        const seconds = ((now - r.started) / 1000).toFixed(1)
+        return `${describeCall(r.call)} ${style.dim(`${seconds}s`)}${r.last ? style.dim(` ${r.last}`) : ""}`
+      }) :
+      [`waiting for the model ${style.dim(`${((now - waitingSince!) / 1000).toFixed(1)}s`)}`]
+    const window = options.contextWindow?.()
+    if (context !== undefined && window !== undefined) parts.push(style.dim(describeContext(context, window)))
     screen.setBlock("status", { lines: [`${style.yellow(FRAMES[frame % FRAMES.length]!)} ${parts.join(" · ")}`] })
   }
   const endStream = () => {
@@ -253,7 +301,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
           Effect.andThen(Clock.currentTimeMillis),
           Effect.map((now) => {
             frame++
-            if (running.size > 0 && streaming === undefined) drawStatus(now)
+            if (statusShown() && streaming === undefined) drawStatus(now)
           })
         )
       )
@@ -268,6 +316,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             const e = event.event
             if (e.type !== "text_delta" && e.type !== "thinking_delta") return
             const kind = e.type === "text_delta" ? "text" : "thinking"
+            waitingSince = undefined
             clearStatus()
             if (streaming !== kind) {
               endStream()
@@ -279,8 +328,11 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             return
           }
           case "assistant_message": {
+            waitingSince = undefined
+            clearStatus()
             endStream()
             const m = event.message
+            if (m.usage !== undefined) context = contextOf(m.usage)
             if (m.stopReason !== "toolUse" && m.stopReason !== "stop") {
               println(
                 style.yellow(
@@ -291,6 +343,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             return
           }
           case "tool_start": {
+            waitingSince = undefined
             running.set(event.call.id, { call: event.call, started: now, last: "", printed: false, omitted: false })
             println(style.yellow(`▶ ${describeCall(event.call)}`))
             drawStatus(now)
@@ -325,6 +378,8 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
               : r.isError
               ? style.red(describeResult(r))
               : describeResult(r)
+            // the batch done: the next request goes out
+            if (running.size === 0) waitingSince = now
             println(`${markOf(r, style)} ${name}${elapsed}  ${summary}`)
             // (in a pipe the output was printed as it came: its excerpt only when some of it was not)
             const printedWhole = entry !== undefined && entry.printed && !entry.omitted
@@ -348,6 +403,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             return
           }
           case "turn_end": {
+            waitingSince = undefined
             const color = event.reason === "stop" ? style.green : event.reason === "error" ? style.red : style.yellow
             println(
               color(

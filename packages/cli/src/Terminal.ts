@@ -219,6 +219,10 @@ export const makeLineInput = (
     /** The screen the output is drawn on (the line typed while a run works goes in its footer). */
     readonly screen?: Screen | undefined
     readonly style?: Style | undefined
+    /** Shift+Tab on a terminal (at a prompt, or while a run works): switches the mode, returns the line to show. */
+    readonly cycleMode?: (() => string) | undefined
+    /** A line among a run's output on a terminal (the renderer's, which ends a streaming answer's line first). */
+    readonly say?: ((line: string) => void) | undefined
   } = {}
 ): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -235,7 +239,9 @@ export const makeLineInput = (
         leaveOnEof: options.leaveOnEof === true,
         complete: options.complete,
         screen,
-        style: options.style
+        style: options.style,
+        cycleMode: options.cycleMode,
+        say: options.say
       })
     }
     // not a terminal: one reader over stdin, lines queued (after those given by `queue`)

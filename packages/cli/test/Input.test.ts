@@ -45,11 +45,12 @@ describe("the line editor's keys", () => {
       { type: "key", name: "enter" }
     ])
     const names = (s: string) => decode(s).map((k) => (k.type === "key" ? k.name : k.text))
-    assert.deepStrictEqual(names("\n\u001b\r\u001b[13;2u\u001b[27;2;13~"), [
+    assert.deepStrictEqual(names("\n\u001b\r\u001b[13;2u\u001b[27;2;13~\u001b[Z"), [
       "newline",
       "altEnter",
       "newline",
-      "newline"
+      "newline",
+      "backTab"
     ])
     assert.deepStrictEqual(applyKey({ text: "a", cursor: 1 }, { type: "key", name: "altEnter" }), {
       text: "a\n",

@@ -4,6 +4,7 @@ import { join } from "node:path"
 import { checkRules, parseRule, readRules, RuleError, suggestBashRules } from "../src/Permissions.ts"
 import type { PermissionRules } from "../src/Permissions.ts"
 import {
+  afterRun,
   answer,
   jsonLines,
   makeWorkspace,
@@ -132,6 +133,8 @@ describe("permission rules", () => {
 })
 
 /** The text of the last tool result a request sends (OpenAI's format). */
+const SHIFT_TAB = "\u001b[Z"
+
 const lastToolResult = (body: Record<string, unknown>): string => {
   const messages = body["messages"] as Array<{ role: string; content: unknown }>
   return JSON.stringify(messages.filter((m) => m.role === "tool").at(-1)?.content)
@@ -207,6 +210,66 @@ describe("permissions in chat (in a pseudo-terminal)", () => {
         ])
         assert.strictEqual(records[0]!["rule"], `bash(npm test*) (${join(ws, ".agentloop", "config.json")})`)
         assert.strictEqual(records[5]!["rule"], "bash(touch z*) (.agentloop/config.json)")
+      } finally {
+        await server.close()
+      }
+    },
+    240_000
+  )
+  it(
+    "Shift+Tab switches ask → accept-edits → read-only → ask: at the prompt (the text typed kept) and while a run " +
+      "works (the next call decided by the new mode)",
+    async () => {
+      const ws = makeWorkspace()
+      let release = () => {}
+      const gate = new Promise<void>((resolve) => (release = resolve))
+      const server = await scriptServer([
+        { text: "working", calls: [{ id: "w1", name: "write", args: { path: "a.txt", content: "a\n" } }], hold: gate },
+        { text: "wrote" },
+        { calls: [{ id: "w2", name: "write", args: { path: "b.txt", content: "b\n" } }] },
+        { text: "planned" },
+        { calls: [{ id: "w3", name: "write", args: { path: "c.txt", content: "c\n" } }] },
+        { text: "asked" }
+      ])
+      try {
+        const cli = startCli(["chat", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+        let at = await answer(cli, "/help for commands", "go")
+        // while the run works: its answer is held until the mode is switched
+        await cli.waitFor("working", 90_000, at)
+        cli.write(SHIFT_TAB)
+        await cli.waitFor(/working\s*\n[^\n]*mode: accept-edits \(Shift\+Tab: next\)/, 90_000, at)
+        release()
+        // the write ran unasked: accept-edits decided it
+        await cli.waitFor(/wrote[\s\S]*usage:[^\n]*\n/, 90_000, at)
+        assert.notInclude(cli.output().slice(at), "allow?")
+        // at the prompt: the typed text stays while the mode changes
+        at = cli.output().length
+        cli.write(`plan${SHIFT_TAB}`)
+        await cli.waitFor("mode: read-only (Shift+Tab: next)", 90_000, at)
+        at = await answer(cli, /read-only \(Shift\+Tab: next\)[\s\S]*plan/, "", at)
+        at = await afterRun(cli, "planned", SHIFT_TAB, at)
+        await cli.waitFor("mode: ask (Shift+Tab: next)", 90_000, at)
+        at = await answer(cli, /ask \(Shift\+Tab: next\)[\s\S]*> /, "ask now", at)
+        at = await answer(cli, "allow?", "y", at)
+        await cli.waitFor(/asked[\s\S]*usage:/, 90_000, at)
+        cli.write("/exit\r")
+        assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
+
+        const bodies = server.bodies.map((b) => b.body)
+        assert.strictEqual(readFileSync(join(ws, "a.txt"), "utf8"), "a\n")
+        const planned = JSON.stringify(bodies[2]!["messages"])
+        assert.include(planned, "Permission mode: read-only", "the model was told of the mode")
+        assert.include(planned, `"plan"`, "the text typed before Shift+Tab was sent")
+        assert.include(lastToolResult(bodies[3]!), "read-only mode")
+        assert.isFalse(existsSync(join(ws, "b.txt")))
+        assert.notInclude(JSON.stringify(bodies[4]!["messages"]), "Permission mode: read-only")
+        assert.strictEqual(readFileSync(join(ws, "c.txt"), "utf8"), "c\n")
+        const records = jsonLines(sessionFiles(ws)[0]!).filter((r) => r["type"] === "approval")
+        assert.deepStrictEqual(records.map((r) => [r["toolCallId"], r["decision"], r["by"], r["mode"]]), [
+          ["w1", "approved", "mode", "accept-edits"],
+          ["w2", "denied", "mode", "read-only"],
+          ["w3", "approved", "user", undefined]
+        ])
       } finally {
         await server.close()
       }

@@ -154,15 +154,16 @@ describe("tool output: true sizes, excerpts, the whole", () => {
       const rows = vt.screen()
       assert.strictEqual(rows[0], "▶ bash seq 1 300000")
       assert.match(rows[1]!, /^✓ bash seq 1 300000 \d+\.\ds {2}exit 0 · 300,000 lines, 1\.9 MB · the model saw it cut/)
-      assert.deepStrictEqual(rows.slice(2, 9), [
+      assert.deepStrictEqual(rows.slice(2, 8), [
         "  … 299,995 earlier lines (/last shows all)",
         "  │ 299996",
         "  │ 299997",
         "  │ 299998",
         "  │ 299999",
-        "  │ 300000",
-        ""
+        "  │ 300000"
       ])
+      // below the output, the status line: the batch done, the run waits for the model
+      assert.match(rows[8]!, /^⠋ waiting for the model \d+\.\ds$/)
     }))
 
   it("a conversation told compactly: prompts, assistant text, one line per call with how it ended", () => {

@@ -58,10 +58,15 @@ export const makeTerminalInput = (
     /** The screen the output is drawn on: the line typed while a run works is part of its footer. */
     readonly screen: Screen
     readonly style?: Style | undefined
+    /** Shift+Tab at a prompt or while a run works (not at a question): the next mode, as a line to show. */
+    readonly cycleMode?: (() => string) | undefined
+    /** Shows a line among a run's output (ending an answer's streaming line first); default: the screen's. */
+    readonly say?: ((line: string) => void) | undefined
   }
 ): Effect.Effect<LineInput, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { complete, history, screen } = options
+    const { complete, cycleMode, history, screen } = options
+    const say = options.say ?? ((line: string) => screen.write(`${line}\n`))
     const dim = options.style?.dim ?? ((text: string) => text)
     const input = process.stdin
     // questions go to the terminal even when stdout is a pipe
@@ -123,6 +128,10 @@ export const makeTerminalInput = (
           }
           case "escape":
             controller.abort()
+            return
+          case "backTab":
+            // shown with the run's output; the next call the mode decides sees it
+            if (cycleMode !== undefined) say(dim(cycleMode()))
             return
           case "interrupt":
             if (pending.text.length > 0) pending = EMPTY
@@ -399,6 +408,13 @@ export const makeTerminalInput = (
                 }, () => {})
                 return
               }
+              case "backTab":
+                if (cycleMode === undefined || !useHistory) return
+                // the new mode where the prompt was, the prompt (and the text being typed) below it
+                write(`${row > 0 ? `\u001b[${row}A` : ""}\r\u001b[J${dim(cycleMode())}\r\n`)
+                row = 0
+                last = { prompt: "", text: "", cursor: 0 }
+                break
               case "clearScreen":
                 write("\u001b[H\u001b[2J")
                 row = 0
