@@ -280,8 +280,11 @@ const makeAgent = (
     )
     // --quiet shows no progress at all (the final answer is printed by `run`)
     const quietRenderer: Renderer = { render: () => Effect.void, line: () => Effect.void, hold: (effect) => effect }
-    const contextWindow = settings.contextWindow ??
-      (settings.model === undefined ? undefined : knownContextWindow(settings.model))
+    // the window of the model in use: the one given (--context-window, the config), else the price table's
+    const contextWindow = () => {
+      const name = models.name()
+      return settings.contextWindow ?? (name === undefined ? undefined : knownContextWindow(name))
+    }
     const renderer = options.json === true ?
       makeJsonRenderer(writeStdout, out) :
       options.quiet === true ?
@@ -293,7 +296,7 @@ const makeAgent = (
         columns: display.columns,
         screen,
         expandHint: options.chat === true ? "/last shows all" : undefined,
-        contextWindow: () => contextWindow
+        contextWindow
       })
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
     // the prompt history of this project, for chat on a terminal
@@ -498,9 +501,10 @@ const makeAgent = (
         yield* session.endRun(result, request.runId)
         const usage = session.usage()
         const context = contextUsed(result.messages)
-        const window = contextWindow === undefined || context === undefined ?
+        const windowSize = contextWindow()
+        const window = windowSize === undefined || context === undefined ?
           "" :
-          ` · ${describeContext(context, contextWindow)}`
+          ` · ${describeContext(context, windowSize)}`
         out(
           `${style.dim(`  usage: ${describeUsage(usage.last)} · session: ${describeUsage(usage.session)}${window}`)}\n`
         )
@@ -602,10 +606,9 @@ const makeAgent = (
         }`,
       cost: () => {
         const usage = session.usage()
+        const window = contextWindow()
         return `last run: ${describeUsage(usage.last)}\nsession:  ${describeUsage(usage.session)}${
-          contextWindow === undefined
-            ? ""
-            : `\ncontext window: ${formatTokens(contextWindow)} tokens (compaction at 75%)`
+          window === undefined ? "" : `\ncontext window: ${formatTokens(window)} tokens (compaction at 75%)`
         }`
       },
       sessionFile: () => session.log().file,

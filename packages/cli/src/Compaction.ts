@@ -75,8 +75,11 @@ export const CODING_SUMMARIZER_PROMPT = "You summarise the earlier part of a cod
  * @category models
  */
 export interface CompactorOptions {
-  /** The model's context window; `undefined`: no automatic compaction (`/compact` still works). */
-  readonly contextWindow: number | undefined
+  /**
+   * The context window of the model in use, asked before each request (a `/model` switch changes
+   * it); `undefined`: no automatic compaction (`/compact` still works).
+   */
+  readonly contextWindow: () => number | undefined
   /** The model that summarises (the one in use: `/model` changes it). */
   readonly model: Model["Service"]
   readonly initial: CompactionState | undefined
@@ -112,24 +115,37 @@ export interface Compactor {
  * @category constructors
  */
 export const makeCompactor = (options: CompactorOptions): Compactor => {
-  const compactor = makeCoreCompactor({
-    contextWindow: options.contextWindow ?? Number.POSITIVE_INFINITY,
-    model: options.model,
-    prompt: CODING_SUMMARIZER_PROMPT,
-    initial: options.initial,
-    onCompact: (compacted) =>
-      options.onCompact(compacted.state, { kept: compacted.kept, usage: compacted.usage, inRun: compacted.inRun }),
-    onError: (error) => options.onError(`compaction failed (${error.message}); the request is sent as it is`)
-  })
+  const windowNow = () => options.contextWindow() ?? Number.POSITIVE_INFINITY
+  const build = (contextWindow: number, initial: CompactionState | undefined) =>
+    makeCoreCompactor({
+      contextWindow,
+      model: options.model,
+      prompt: CODING_SUMMARIZER_PROMPT,
+      initial,
+      onCompact: (compacted) =>
+        options.onCompact(compacted.state, { kept: compacted.kept, usage: compacted.usage, inRun: compacted.inRun }),
+      onError: (error) => options.onError(`compaction failed (${error.message}); the request is sent as it is`)
+    })
+  let window = windowNow()
+  let compactor = build(window, options.initial)
+  // the window of the model in use (`/model` may change it): the summary in force carries over
+  const current = () => {
+    const now = windowNow()
+    if (now !== window) {
+      window = now
+      compactor = build(now, compactor.state())
+    }
+    return compactor
+  }
   return {
-    transform: compactor.transformContext,
+    transform: (messages, context) => current().transformContext(messages, context),
     // on demand: everything but the last turn
     compactNow: (messages) =>
       Effect.catch(
-        compactor.compactNow(messages),
+        current().compactNow(messages),
         (error) => Effect.as(options.onError(`compaction failed (${error.message})`), false)
       ),
-    state: compactor.state,
-    reset: compactor.reset
+    state: () => compactor.state(),
+    reset: () => compactor.reset()
   }
 }

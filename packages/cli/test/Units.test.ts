@@ -214,7 +214,7 @@ describe("compaction", () => {
       const recorded: Array<number> = []
       const window = Math.ceil(estimateTokens(transcript) / 0.7)
       const compactor = makeCompactor({
-        contextWindow: window,
+        contextWindow: () => window,
         model,
         initial: undefined,
         onCompact: (state) => Effect.sync(() => void recorded.push(state.covered)),
@@ -237,6 +237,48 @@ describe("compaction", () => {
       const again = yield* compactor.transform(bigger.slice(0, recorded[0]! + 1), requestWith(model))
       assert.strictEqual(again[0], summary)
       assert.strictEqual(requests.length, 1)
+    }))
+  it.effect("the window is asked before each request: a switch to a smaller model compacts, the summary carries over", () =>
+    Effect.gen(function*() {
+      let asked = 0
+      const model = Model.of({
+        stream: () => {
+          asked++
+          return Stream.make({
+            type: "done" as const,
+            message: {
+              role: "assistant" as const,
+              content: [{ type: "text" as const, text: "SUMMARY" }],
+              stopReason: "stop" as const
+            }
+          })
+        }
+      })
+      const fits = Math.ceil(estimateTokens(transcript) / 0.7)
+      let window: number | undefined = fits * 100
+      const compactor = makeCompactor({
+        contextWindow: () => window,
+        model,
+        initial: undefined,
+        onCompact: () => Effect.void,
+        onError: () => Effect.die("no error expected")
+      })
+      const bigger = [...transcript, user("x".repeat(fits * 2))]
+      assert.deepStrictEqual(yield* compactor.transform(bigger, requestWith(model)), bigger, "a large window: as it is")
+      assert.strictEqual(asked, 0)
+      // the model in use now has a smaller window (/model)
+      window = fits
+      const out = yield* compactor.transform(bigger, requestWith(model))
+      assert.strictEqual(asked, 1)
+      assert.isTrue(typeof out[0]!.content === "string" && out[0]!.content.startsWith(SUMMARY_HEADER))
+      const summary = compactor.state()
+      assert.isDefined(summary)
+      // back to no known window: no new summary, the one in force still applies
+      window = undefined
+      const later = yield* compactor.transform(bigger, requestWith(model))
+      assert.strictEqual(asked, 1)
+      assert.strictEqual(later[0], out[0])
+      assert.strictEqual(compactor.state(), summary)
     }))
   it.effect(
     "the tool definitions count: a request that fits on its messages alone but not with its tools is " +
@@ -288,7 +330,7 @@ describe("compaction", () => {
         assert.isAbove(estimateTokens(transcript, "", chars), window * 0.75)
         const make = () =>
           makeCompactor({
-            contextWindow: window,
+            contextWindow: () => window,
             model,
             initial: undefined,
             onCompact: () => Effect.void,
