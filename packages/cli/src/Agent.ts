@@ -409,6 +409,14 @@ const makeAgent = (
     mcpUi.print = (line) => renderer.line(line)
     mcpUi.allowSampling = () => permissions.mode === "yes"
     mcpUi.addUsage = (usage) => session.addUsage(usage)
+    // the durable run a server's question came in (the session file's record of it is kept when the run's
+    // part of the file is rebuilt from its journal after a resume)
+    let runNow: string | undefined
+    mcpUi.record = (r) =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (at) => session.append({ type: "mcp_request", at, ...r, ...(runNow === undefined ? {} : { runId: runNow }) })
+      )
     // what a run's calls will change is saved first, for /undo (Checkpoints.ts)
     const checkpoints = yield* makeCheckpoints({
       root,
@@ -472,6 +480,7 @@ const makeAgent = (
      */
     const runOn = (request: RunRequest, messages: boolean) =>
       Effect.gen(function*() {
+        runNow = request.runId
         const steering = options.chat === true ? yield* makeSteering(screen, style) : undefined
         const run = engine.run(
           steering === undefined ? request : { ...request, inbox: steering.inbox },

@@ -371,6 +371,7 @@ describe("a durable run's part of the session, rebuilt after a restart", () => {
       const b1 = result("b1", "b")
       const a2 = text("done")
       const rec = (type: string, fields: Record<string, unknown>) => JSON.stringify({ type, at: 1, ...fields })
+      const question = { server: "s", request: "elicitation", message: "?", answer: "accept", by: "user", runId: "x.1" }
       const after = [
         rec("turn_start", { step: 1 }),
         JSON.stringify(a1),
@@ -378,8 +379,11 @@ describe("a durable run's part of the session, rebuilt after a restart", () => {
         rec("tool_end", { toolCallId: "r1", isError: false }),
         JSON.stringify(r1),
         rec("tool_start", { toolCallId: "b1", name: "bash", n: "first process" }),
+        // an MCP server's question during the call, asked in each process that ran it: both kept
+        rec("mcp_request", { ...question, n: "first process" }),
         // killed; the next process runs b1 again
         rec("tool_start", { toolCallId: "b1", name: "bash", n: "second process" }),
+        rec("mcp_request", { ...question, n: "second process" }),
         rec("tool_end", { toolCallId: "b1", isError: false }),
         rec("turn_start", { step: 2 })
       ]
@@ -392,8 +396,10 @@ describe("a durable run's part of the session, rebuilt after a restart", () => {
         JSON.stringify(r1),
         after[6],
         after[7],
-        JSON.stringify(b1),
         after[8],
+        after[9],
+        JSON.stringify(b1),
+        after[10],
         JSON.stringify(a2)
       ])
       assert.isTrue(

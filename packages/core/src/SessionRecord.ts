@@ -197,6 +197,35 @@ export const ApprovalRecord = Schema.Struct({
 export type ApprovalRecord = typeof ApprovalRecord.Type
 
 /**
+ * An MCP server asked something of the user during a call, and what came of it: an elicitation
+ * (`request: "elicitation"`, the form's field names in `fields`; `answer` `accept`, `decline` or
+ * `cancel`) or a sampling request (`request: "sampling"`; `answer` `approve`, `edit` or `deny`). `by` says
+ * who answered (`user`, `mode` for sampling the `yes` mode allowed, `no-terminal`). The values
+ * given are never recorded (a form may ask for anything). `runId`: the run it happened in.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const McpRequestRecord = Schema.Struct({
+  type: Schema.Literal("mcp_request"),
+  at: At,
+  server: Schema.String,
+  request: Schema.Literals(["elicitation", "sampling"]),
+  /** The server's message (an elicitation's question, a sampling request's last message), cut to 400 characters. */
+  message: Schema.String,
+  fields: Schema.optionalKey(Schema.Array(Schema.String)),
+  answer: Schema.Literals(["accept", "decline", "cancel", "approve", "edit", "deny"]),
+  by: Schema.Literals(["user", "mode", "no-terminal"]),
+  askedAt: Schema.optionalKey(At),
+  runId: Schema.optionalKey(Schema.String)
+})
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type McpRequestRecord = typeof McpRequestRecord.Type
+
+/**
  * The transcript's first `summarized` messages were replaced by `summary` for the model; `kept`
  * messages stayed verbatim. `usage` is what the summarizing request cost; `inRun`: the compaction
  * shaped a run's request, so that usage is also in the run's `run_end` usage (count it once).
@@ -349,6 +378,7 @@ export const SessionRecord = Schema.Union([
   ToolEndRecord,
   ApprovalRequestRecord,
   ApprovalRecord,
+  McpRequestRecord,
   CompactionRecord,
   ModelSwitchRecord,
   RunEndRecord,

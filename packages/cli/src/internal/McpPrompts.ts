@@ -9,10 +9,10 @@
  * session's screen is set up): `McpUi` is filled in once it is, and until then (or without a
  * terminal) an elicitation is cancelled and a sampling request denied, saying why.
  */
-import type { Model, Usage } from "@agentloop/core"
+import type { McpRequestRecord, Model, Usage } from "@agentloop/core"
 import type { ElicitationAnswer, ElicitationField, ElicitationRequest, ElicitationValue } from "@agentloop/mcp"
 import type { McpTools as McpToolsService, SamplingDecision, SamplingRequest } from "@agentloop/mcp"
-import { Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { CliError } from "../CliError.ts"
 import { stripControl } from "../Sanitize.ts"
 
@@ -25,14 +25,20 @@ export interface McpUi {
   allowSampling: () => boolean
   /** Adds a sampling answer's usage to the session's. */
   addUsage: (usage: Usage) => void
+  /** Records what came of a question in the session (the values given are not in it). */
+  record: (record: McpAnswerRecord) => Effect.Effect<void>
 }
+
+/** What `McpUi.record` is given: an `mcp_request` record but its type, time and run. */
+export type McpAnswerRecord = Omit<McpRequestRecord, "type" | "at" | "runId">
 
 /** A UI that cannot ask yet. */
 export const makeMcpUi = (): McpUi => ({
   ask: undefined,
   print: () => Effect.void,
   allowSampling: () => false,
-  addUsage: () => {}
+  addUsage: () => {},
+  record: () => Effect.void
 })
 
 const clip = (text: string, max: number) => {
@@ -74,8 +80,27 @@ const valueOf = (field: ElicitationField, line: string): ElicitationValue | stri
   }
 }
 
-/** The terminal's answer to an elicitation: accept (each field asked, Enter keeps its default), decline, cancel. */
+/**
+ * The terminal's answer to an elicitation: accept (each field asked, Enter keeps its default),
+ * decline, cancel; recorded in the session (`mcp_request`).
+ */
 export const askElicitation = (ui: McpUi) => (request: ElicitationRequest): Effect.Effect<ElicitationAnswer> =>
+  Effect.gen(function*() {
+    const askedAt = yield* Clock.currentTimeMillis
+    const answer = yield* elicitationAnswer(ui, request)
+    yield* ui.record({
+      server: request.server,
+      request: "elicitation",
+      message: clip(request.message, 400),
+      fields: request.fields.map((f) => f.name),
+      answer: answer.action,
+      by: ui.ask === undefined ? "no-terminal" : "user",
+      askedAt
+    })
+    return answer
+  })
+
+const elicitationAnswer = (ui: McpUi, request: ElicitationRequest): Effect.Effect<ElicitationAnswer> =>
   Effect.gen(function*() {
     const ask = ui.ask
     if (ask === undefined) {
@@ -118,13 +143,28 @@ export const askElicitation = (ui: McpUi) => (request: ElicitationRequest): Effe
     return { action: "accept", content }
   })
 
-/** The terminal's decision on a sampling request: allowed in the `yes` mode, else asked. */
+/** The terminal's decision on a sampling request: allowed in the `yes` mode, else asked; recorded in the session. */
 export const askSampling = (ui: McpUi) => (request: SamplingRequest): Effect.Effect<SamplingDecision> =>
   Effect.gen(function*() {
+    const askedAt = yield* Clock.currentTimeMillis
     const last = request.messages[request.messages.length - 1]
     const text = last === undefined ? "" : typeof last.content === "string" ?
       last.content :
       last.content.map((p) => (p.type === "text" ? p.text : `[${p.type}]`)).join(" ")
+    const decision = yield* samplingDecision(ui, request, text)
+    yield* ui.record({
+      server: request.server,
+      request: "sampling",
+      message: clip(text, 400),
+      answer: decision.action,
+      by: ui.allowSampling() ? "mode" : ui.ask === undefined ? "no-terminal" : "user",
+      askedAt
+    })
+    return decision
+  })
+
+const samplingDecision = (ui: McpUi, request: SamplingRequest, text: string): Effect.Effect<SamplingDecision> =>
+  Effect.gen(function*() {
     yield* ui.print(
       `? MCP server ${stripControl(request.server)} asks the model (${request.messages.length} message(s)${
         request.maxTokens === undefined ? "" : `, up to ${request.maxTokens} tokens`
