@@ -238,7 +238,7 @@ describe("compaction", () => {
       assert.strictEqual(again[0], summary)
       assert.strictEqual(requests.length, 1)
     }))
-  it.effect("the window is asked before each request: a switch to a smaller model compacts, the summary carries over", () =>
+  it.effect("the window is asked before each request: a smaller model's compacts, the summary carries over", () =>
     Effect.gen(function*() {
       let asked = 0
       const model = Model.of({
