@@ -1,6 +1,8 @@
 /**
- * Durable runs' figures, as one table: overhead per step (durable versus in memory) on the memory,
- * embedded (SQLite) and PostgreSQL engines; failover time after kill -9 of the runner holding a
+ * Durable runs' figures, as one table: the floor (floor.ts: the journal's rows written directly, one
+ * transaction per step, on SQLite and on PostgreSQL), then per engine (memory, embedded SQLite,
+ * PostgreSQL) ms and CPU per step with the ratio to the floor, the per-run overhead and steps per
+ * second at 1, 10 and 100 concurrent runs; failover time after kill -9 of the runner holding a
  * run; steps per second with 100 concurrent runs on 3 runner processes.
  *
  *   npm run bench -w @agentloop/durable              # a few minutes
@@ -14,6 +16,7 @@ import { Effect } from "effect"
 import { join } from "node:path"
 import { freePort, kill9, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
 import type { Proc } from "../test/crash.ts"
+import { pgFloor, sqliteFloor } from "./floor.ts"
 import { dropDatabase, durableOverhead, freshDatabase, inMemoryMsPerStep, postgres, runCluster } from "./lib.ts"
 import type { Pg } from "./lib.ts"
 
@@ -67,23 +70,57 @@ const failover = (pg: Pg) =>
 const pg = postgres()
 const program = Effect.gen(function*() {
   const rows: Array<[string, string, string]> = []
+  const levels = [1, 10, CONCURRENT]
   const baseline = yield* inMemoryMsPerStep(STEPS, quick ? 50 : 200)
-  rows.push(["overhead per step, one run", "in memory (`runAgentLoop`)", `${(baseline * 1000).toFixed(0)} µs`])
+  rows.push(["ms per step, one run", "in memory (`runAgentLoop`)", `${(baseline * 1000).toFixed(0)} µs`])
+  const floorOptions = { steps: STEPS, runs: quick ? 20 : 100, concurrent: levels }
+  const floors = {
+    embedded: sqliteFloor(floorOptions),
+    postgres: yield* Effect.acquireUseRelease(
+      Effect.sync(() => freshDatabase(pg, "floor")),
+      (database) => pgFloor(pg, database, floorOptions),
+      (database) => Effect.sync(() => dropDatabase(pg, database))
+    )
+  }
+  const ms = (n: number) => n < 1 ? `${(n * 1000).toFixed(0)} µs` : `${n.toFixed(1)} ms`
+  const times = (durable: number, floor: number) => `${(durable / floor).toFixed(0)}× the floor`
+  for (const [name, floor] of [["SQLite", floors.embedded], ["PostgreSQL", floors.postgres]] as const) {
+    const engine = `floor: the journal rows written directly (${name}, one transaction per step)`
+    rows.push(["ms per step, one run", engine, `${ms(floor.msPerStep)} (CPU ${ms(floor.cpuMsPerStep)})`])
+    rows.push(["per-run overhead beyond its steps", engine, ms(Math.max(0, floor.perRunMs))])
+    rows.push([
+      `steps/s at ${levels.join(" / ")} concurrent runs in process`,
+      engine,
+      levels.map((n) => floor.stepsPerSecond.get(n)!.toFixed(0)).join(" / ")
+    ])
+  }
   for (const engine of ["memory", "embedded", "postgres"] as const) {
-    const f = yield* durableOverhead(engine, { steps: STEPS, runs: RUNS, concurrent: CONCURRENT, pg })
+    const f = yield* durableOverhead(engine, { steps: STEPS, runs: RUNS, concurrent: levels, pg })
+    const floor = engine === "memory" ? undefined : floors[engine]
     const name = engine === "memory" ?
       "durable, memory engine" :
       engine === "embedded" ?
       "durable, embedded (SQLite)" :
       "durable, PostgreSQL (1 runner in process)"
     rows.push([
-      "overhead per step, one run",
+      "ms per step, one run",
       name,
-      `${f.msPerStep.toFixed(1)} ms (+${(f.msPerStep - baseline).toFixed(1)} ms over in memory; CPU ${
-        f.cpuMsPerStep.toFixed(1)
-      } ms)`
+      `${ms(f.msPerStep)} (CPU ${ms(f.cpuMsPerStep)}; +${ms(f.msPerStep - baseline)} over in memory${
+        floor === undefined ? "" : `; ${times(f.msPerStep, floor.msPerStep)}`
+      })`
     ])
-    rows.push([`steps/s, ${CONCURRENT} concurrent runs in process`, name, f.concurrentStepsPerSecond.toFixed(0)])
+    rows.push(["per-run overhead beyond its steps", name, ms(Math.max(0, f.perRunMs))])
+    rows.push([
+      `steps/s at ${levels.join(" / ")} concurrent runs in process`,
+      name,
+      `${levels.map((n) => f.stepsPerSecond.get(n)!.toFixed(0)).join(" / ")}${
+        floor === undefined ?
+          "" :
+          ` (the floor's ÷ ${
+            levels.map((n) => (floor.stepsPerSecond.get(n)! / f.stepsPerSecond.get(n)!).toFixed(0)).join(" / ")
+          })`
+      }`
+    ])
   }
   const failovers: Array<number> = []
   for (let i = 0; i < FAILOVERS; i++) failovers.push(yield* failover(pg))

@@ -38,23 +38,27 @@ export type { Pg }
 // Overhead per step, in process
 // -----------------------------------------------------------------------------
 
-/** A model asking for one echo call per turn until `steps` turns, then stopping. */
-const toolsAndModel = (steps: number) =>
-  Layer.mergeAll(
-    Layer.succeed(
-      Model,
-      Model.of({
-        stream: (request) => {
-          const n = request.messages.filter((m) => m.role === "assistant").length
-          const message = n + 1 < steps ?
-            assistant("toolUse", { calls: [toolCall(`s${n}`, "echo", { n })] }) :
-            assistant("stop", { text: "done" })
-          return Stream.make({ type: "done" as const, message })
-        }
-      })
-    ),
-    toolExecutorLayer([echoTool("echo")]) as Layer.Layer<Executor>
-  )
+/** The prompt of a run of `steps` steps (the model reads it). */
+const promptOf = (steps: number) => `steps:${steps}`
+
+/** A model asking for one echo call per turn until the prompt's number of turns, then stopping. */
+const toolsAndModel = Layer.mergeAll(
+  Layer.succeed(
+    Model,
+    Model.of({
+      stream: (request) => {
+        const first = request.messages[0]
+        const steps = Number(/^steps:(\d+)$/.exec(typeof first?.content === "string" ? first.content : "")?.[1] ?? 1)
+        const n = request.messages.filter((m) => m.role === "assistant").length
+        const message = n + 1 < steps ?
+          assistant("toolUse", { calls: [toolCall(`s${n}`, "echo", { n })] }) :
+          assistant("stop", { text: "done" })
+        return Stream.make({ type: "done" as const, message })
+      }
+    })
+  ),
+  toolExecutorLayer([echoTool("echo")]) as Layer.Layer<Executor>
+)
 
 const time = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
@@ -66,8 +70,8 @@ const time = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 /** ms per step of `runAgentLoop` in memory (the baseline). */
 export const inMemoryMsPerStep = (steps: number, runs: number) =>
   Effect.gen(function*() {
-    const run = runAgentLoop({ messages: [{ role: "user", content: "go" }] }).pipe(
-      Effect.provide(Layer.mergeAll(toolsAndModel(steps), noopSinkLayer))
+    const run = runAgentLoop({ messages: [{ role: "user", content: promptOf(steps) }] }).pipe(
+      Effect.provide(Layer.mergeAll(toolsAndModel, noopSinkLayer))
     )
     yield* Effect.repeat(run, { times: 20 })
     return (yield* time(Effect.repeat(run, { times: runs - 1 }))) / (runs * steps)
@@ -76,12 +80,19 @@ export const inMemoryMsPerStep = (steps: number, runs: number) =>
 export type EngineName = "memory" | "embedded" | "postgres"
 
 /**
- * One durable run after another on `engine`, in this process: ms per step (wall and CPU), and
- * steps per second with `concurrent` runs at once.
+ * Durable runs on `engine`, in this process: ms per step (wall and CPU) of one run after another,
+ * a run's cost beyond its steps (runs of 1 step against runs of `steps`: per step is the difference
+ * over the extra steps, the rest of a 1-step run is the run's own), and steps per second with each
+ * of `concurrent` runs at once.
  */
 export const durableOverhead = (
   engine: EngineName,
-  options: { readonly steps: number; readonly runs: number; readonly concurrent: number; readonly pg?: Pg }
+  options: {
+    readonly steps: number
+    readonly runs: number
+    readonly concurrent: ReadonlyArray<number>
+    readonly pg?: Pg
+  }
 ) =>
   Effect.gen(function*() {
     const dir = mkdtempSync(join(tmpdir(), "agentloop-bench-"))
@@ -97,12 +108,12 @@ export const durableOverhead = (
       })
     const layer = durableRunnerLayer().pipe(
       Layer.provideMerge(engineLayer as Layer.Layer<never, unknown>),
-      Layer.provide(toolsAndModel(options.steps))
+      Layer.provide(toolsAndModel)
     )
     let ids = 0
-    const runs = (n: number) =>
+    const runs = (n: number, steps = options.steps) =>
       Effect.forEach(Array.from({ length: n }), () =>
-        runDurable({ runId: `bench-${++ids}`, messages: [{ role: "user", content: "go" }] }), {
+        runDurable({ runId: `bench-${++ids}`, messages: [{ role: "user", content: promptOf(steps) }] }), {
         concurrency: "unbounded",
         discard: true
       })
@@ -117,11 +128,21 @@ export const durableOverhead = (
         sequential += yield* time(run(runs(1)))
       }
       const used = process.cpuUsage(cpu)
-      const concurrent = yield* time(run(runs(options.concurrent)))
+      let short = 0
+      for (let i = 0; i < options.runs; i++) {
+        short += yield* time(run(runs(1, 1)))
+      }
+      const marginal = (sequential - short) / (options.runs * (options.steps - 1))
+      const stepsPerSecond = new Map<number, number>()
+      for (const n of options.concurrent) {
+        stepsPerSecond.set(n, (n * options.steps) / ((yield* time(run(runs(n)))) / 1000))
+      }
       return {
         msPerStep: sequential / (options.runs * options.steps),
         cpuMsPerStep: (used.user + used.system) / 1000 / (options.runs * options.steps),
-        concurrentStepsPerSecond: (options.concurrent * options.steps) / (concurrent / 1000)
+        marginalMsPerStep: marginal,
+        perRunMs: short / options.runs - marginal,
+        stepsPerSecond
       }
     }))
     rmSync(dir, { recursive: true, force: true })
