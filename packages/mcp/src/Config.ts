@@ -53,8 +53,14 @@ export interface StdioServerConfig {
  * - `grant: "client_credentials"`: a machine client (no user): `clientId` with `clientSecret`
  *   (`client_secret_basic`) or `privateKey` (a PEM key, `private_key_jwt`, signed with
  *   `signingAlgorithm`, default `ES256`).
+ * - `crossAppAccess`: enterprise-managed authorization (SEP-990): the user's ID token from the
+ *   enterprise identity provider (`idToken`) is exchanged at the provider's `tokenEndpoint`
+ *   (RFC 8693, as `clientId` there) for an identity assertion grant (ID-JAG) for this server's
+ *   authorization server and resource, which the client then presents there in a JWT-bearer grant
+ *   (RFC 7523) with `clientId` / `clientSecret`. No browser, no user interaction.
  *
- * `clientSecret` and `privateKey` are secrets: they never appear in errors or events.
+ * `clientSecret`, `privateKey` and `crossAppAccess.idToken` are secrets: they never appear in
+ * errors or events.
  *
  * @since 0.1.0
  * @category models
@@ -67,6 +73,22 @@ export interface McpOAuthConfig {
   readonly grant?: "authorization_code" | "client_credentials" | undefined
   readonly privateKey?: string | undefined
   readonly signingAlgorithm?: string | undefined
+  readonly crossAppAccess?: McpCrossAppAccess | undefined
+}
+
+/**
+ * The enterprise identity provider of `McpOAuthConfig.crossAppAccess` (SEP-990).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface McpCrossAppAccess {
+  /** The identity provider's token endpoint (where the ID token is exchanged for an ID-JAG). */
+  readonly tokenEndpoint: string
+  /** This client's id at the identity provider. */
+  readonly clientId?: string | undefined
+  /** The user's ID token from the identity provider (a secret). */
+  readonly idToken: string
 }
 
 /**
@@ -152,7 +174,12 @@ export const McpOAuthEntry = Schema.Union([
     scope: Schema.optionalKey(Schema.String),
     grant: Schema.optionalKey(Schema.Literals(["authorization_code", "client_credentials"])),
     privateKey: Schema.optionalKey(Schema.String),
-    signingAlgorithm: Schema.optionalKey(Schema.String)
+    signingAlgorithm: Schema.optionalKey(Schema.String),
+    crossAppAccess: Schema.optionalKey(Schema.Struct({
+      tokenEndpoint: Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an http:// or https:// URL" })),
+      clientId: Schema.optionalKey(Schema.NonEmptyString),
+      idToken: Schema.NonEmptyString
+    }))
   }),
   Schema.Literal(false)
 ])

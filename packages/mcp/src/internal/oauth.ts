@@ -79,7 +79,9 @@ export const makeOAuth = (
     const key: McpAuthKey = { server: server.name, url: server.url }
     const config = server.oauth === false ? {} : server.oauth ?? {}
     const serverUrl = new URL(server.url)
-    const clientCredentials = config.grant === "client_credentials"
+    const crossApp = config.crossAppAccess
+    // no user in the loop: the client's own credentials, or an enterprise ID token (SEP-990)
+    const clientCredentials = config.grant === "client_credentials" || crossApp !== undefined
     const configured: OAuthClientInformationMixed | undefined = config.clientId === undefined ? undefined : {
       client_id: config.clientId,
       ...(config.clientSecret === undefined ? {} : { client_secret: config.clientSecret })
@@ -90,6 +92,8 @@ export const makeOAuth = (
     let state: string | undefined
     let verifier: string | undefined
     let pending: URL | undefined
+    // the identity assertion grant of the last exchange (SEP-990)
+    let assertion: string | undefined
 
     const secrets = (): Array<string> => {
       const tokens = stored.tokens as OAuthTokens | undefined
@@ -101,6 +105,8 @@ export const makeOAuth = (
         typeof client?.client_secret === "string" ? client.client_secret : undefined,
         config.clientSecret,
         config.privateKey,
+        crossApp?.idToken,
+        assertion,
         verifier
       ].filter((s): s is string => typeof s === "string" && s.length >= 4)
     }
@@ -113,6 +119,47 @@ export const makeOAuth = (
           throw error instanceof McpAuthError ? new AuthFailure(error) : error
         }
       )
+
+    /**
+     * SEP-990: the ID token exchanged at the identity provider (RFC 8693) for an ID-JAG naming this
+     * server's authorization server (audience) and resource, then the JWT-bearer grant (RFC 7523)
+     * that presents it.
+     */
+    const jwtBearerRequest = async (idp: NonNullable<typeof crossApp>, scope: string | undefined) => {
+      const audience = discovery?.authorizationServerMetadata?.issuer ??
+        (discovery?.authorizationServerUrl === undefined ? undefined : String(discovery.authorizationServerUrl))
+      if (audience === undefined) throw new Error("no authorization server found for the identity assertion grant")
+      const resource = discovery?.resourceMetadata?.resource ?? server.url
+      const response = await fetch(idp.tokenEndpoint, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+        body: new URLSearchParams({
+          grant_type: "urn:ietf:params:oauth:grant-type:token-exchange",
+          requested_token_type: "urn:ietf:params:oauth:token-type:id-jag",
+          subject_token: idp.idToken,
+          subject_token_type: "urn:ietf:params:oauth:token-type:id_token",
+          audience,
+          resource,
+          ...(idp.clientId === undefined ? {} : { client_id: idp.clientId }),
+          ...(scope === undefined ? {} : { scope })
+        })
+      })
+      const body = await response.json().catch(() => undefined) as Record<string, unknown> | undefined
+      if (!response.ok || typeof body?.["access_token"] !== "string") {
+        const reason = typeof body?.["error_description"] === "string" ?
+          body["error_description"] :
+          typeof body?.["error"] === "string" ?
+          body["error"] :
+          `HTTP ${response.status}`
+        throw new Error(`the identity provider refused the token exchange (${reason})`)
+      }
+      assertion = body["access_token"]
+      return new URLSearchParams({
+        grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        assertion,
+        ...(scope === undefined ? {} : { scope })
+      })
+    }
 
     const metadataUrl = config.clientMetadataUrl ?? options.clientMetadataUrl
     const provider: OAuthClientProvider = {
@@ -174,7 +221,9 @@ export const makeOAuth = (
       saveDiscoveryState: (s) => {
         discovery = s
       },
-      ...(clientCredentials ?
+      ...(crossApp !== undefined ?
+        { prepareTokenRequest: (scope?: string) => jwtBearerRequest(crossApp, scope) } :
+        clientCredentials ?
         {
           prepareTokenRequest: (scope?: string) =>
             new URLSearchParams({ grant_type: "client_credentials", ...(scope === undefined ? {} : { scope }) })

@@ -77,6 +77,13 @@ const oauthOf = (context: Record<string, unknown>): McpOAuthConfig => {
     ...(secret === undefined ? {} : { clientSecret: secret }),
     ...(machine ? { grant: "client_credentials" as const } : {}),
     ...(privateKey === undefined ? {} : { privateKey }),
+    ...(text("idp_id_token") === undefined || text("idp_token_endpoint") === undefined ? {} : {
+      crossAppAccess: {
+        tokenEndpoint: text("idp_token_endpoint")!,
+        idToken: text("idp_id_token")!,
+        ...(text("idp_client_id") === undefined ? {} : { clientId: text("idp_client_id") })
+      }
+    }),
     ...(text("signing_algorithm") === undefined ? {} : { signingAlgorithm: text("signing_algorithm") })
   }
 }
