@@ -34,7 +34,7 @@ export interface Floor {
   readonly stepsPerSecond: ReadonlyMap<number, number>
 }
 
-/** The rows of step `n` of run `runId`: the turn's message, the call's claim and its result (as the bench's runs make them). */
+/** The rows of step `n` of run `runId`: the turn's message, the call's claim and its result. */
 const stepRows = (runId: string, n: number) => ({
   turn: JSON.stringify({
     role: "assistant",
