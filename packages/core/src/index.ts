@@ -30,6 +30,7 @@ export * from "./SessionRecord.ts"
 export * from "./SubAgent.ts"
 export * from "./Tool.ts"
 export * from "./ToolExecution.ts"
+export * from "./Tracing.ts"
 export * from "./Transcript.ts"
 
 /**
