@@ -122,21 +122,23 @@ const outputOf = (pattern: RegExp): string => {
   return found
 }
 // What each path may not load: the help (every command's flags) loads no command's code; `run` and
-// `chat` load neither durable runs' engine, nor the MCP client, nor the viewer unless asked for.
+// `chat` load neither durable runs' engine, nor the MCP client, nor the viewer, nor the OTLP exporter
+// unless asked for.
 const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Screen|Style|internal\/Names)\.js/
 const paths = [
   {
     name: "--help",
     start: outputOf(/bundle\/agentloop\.js$/),
     forbidden: (input: string) =>
-      (/packages\//.test(input) && !helpMay.test(input)) || /sql|cluster|workflow|modelcontextprotocol/.test(input)
+      (/packages\//.test(input) && !helpMay.test(input)) ||
+      /sql|cluster|workflow|modelcontextprotocol|observability/.test(input)
   },
   {
     name: "run/chat",
     start: outputOf(/chunks\/Agent-[^/]*\.js$/),
     forbidden: (input: string) =>
       /packages\/durable\/dist\/(?!RunnerLock)|packages\/mcp\/|modelcontextprotocol|undici/.test(input) ||
-      /effect\/dist\/(cluster|workflow|sql|rpc)\/|packages\/cli\/dist\/view\//.test(input)
+      /effect\/dist\/(cluster|workflow|sql|rpc|observability)\/|packages\/cli\/dist\/view\/|OtlpTracing/.test(input)
   }
 ]
 for (const path of paths) {

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Executor, Model, parseTranscript, sessionHistoryOf } from "@agentloop/core"
+import { AgentTrace, Executor, Model, parseTranscript, sessionHistoryOf } from "@agentloop/core"
 import type { AgentRunResult, Message, OutputSchema, ToolCall, Usage } from "@agentloop/core"
 import { Clock, Context, Deferred, Effect, Layer, Option, Scope } from "effect"
 import { readFileSync } from "node:fs"
@@ -84,7 +84,26 @@ export interface AgentFlags extends FlagSettings {
   readonly mcpUrl: ReadonlyArray<string>
   /** Each run is a durable run on the embedded engine (`--durable`). */
   readonly durable: boolean
+  /** `--otlp URL`: spans go to this OTLP/HTTP endpoint (see internal/Tracing.ts). */
+  readonly otlp?: Option.Option<string> | undefined
 }
+
+/** Whether `--otlp` or OpenTelemetry's environment asks for spans (cheap: the exporter loads only then). */
+const wantsTracing = (flags: AgentFlags, env: NodeJS.ProcessEnv): boolean =>
+  Option.isSome(flags.otlp ?? Option.none()) ||
+  ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].some((name) => (env[name] ?? "").trim() !== "")
+
+/**
+ * `command` with its runs' spans sent over OTLP when asked for; the exporter closes with the command,
+ * so the spans of a short run are sent before the process exits.
+ */
+const traced = (flags: AgentFlags) => <A, E>(command: Effect.Effect<A, E>): Effect.Effect<A, E | CliError> =>
+  wantsTracing(flags, process.env) ?
+    Effect.flatMap(
+      Effect.promise(() => import("./internal/Tracing.ts")),
+      (tracing) => tracing.withOtlpTracing(Option.getOrUndefined(flags.otlp ?? Option.none()), process.env, command)
+    ) :
+    command
 
 /**
  * One line describing a usage: tokens in (cache reads), out, and money when known.
@@ -495,6 +514,9 @@ const makeAgent = (
                 Effect.void
             )
           }
+        ).pipe(
+          // traced, the run is the agent `agentloop` of the session's conversation
+          Effect.provideService(AgentTrace, { name: "agentloop", conversationId: session.log().id })
         )
         const result = steering === undefined ?
           yield* run :
@@ -739,7 +761,11 @@ export const runCommand = (
       if (text.length > 0) process.stdout.write(text.endsWith("\n") ? text : `${text}\n`)
     }
     process.exitCode = code
-  })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
+  })).pipe(
+    traced(flags),
+    Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError),
+    Effect.ensuring(exitSoon)
+  )
 
 /** stdin's whole text (`agentloop run -`). */
 const readStdin: Effect.Effect<string, CliError> = Effect.tryPromise({
@@ -885,7 +911,11 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
     }
     const exit = Option.getOrUndefined(yield* Deferred.poll(agent.controller.exit))
     if (exit !== undefined) process.exitCode = yield* exit
-  })).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError), Effect.ensuring(exitSoon))
+  })).pipe(
+    traced(flags),
+    Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError),
+    Effect.ensuring(exitSoon)
+  )
 
 /**
  * `agentloop sessions`: the sessions of the workspace, oldest first.

@@ -90,7 +90,8 @@ export const runSession = (options: SessionOptions) =>
         stream: (request) => {
           requests.push(request)
           return model.stream(request)
-        }
+        },
+        describe: () => model.describe?.()
       })
     )
     const engine = Context.get(

@@ -175,6 +175,11 @@ const agentFlags = {
         "when the same command runs again; approvals can be answered from another terminal (agentloop approve)"
     ),
     Flag.withDefault(false)
+  ),
+  otlp: optionalString(
+    "otlp",
+    "send the run's traces (OpenTelemetry GenAI spans: the agent, each model turn, each tool call) to this OTLP/HTTP " +
+      "endpoint, e.g. http://127.0.0.1:4318 (traces go to URL/v1/traces; default: OTEL_EXPORTER_OTLP_ENDPOINT)"
   )
 }
 

@@ -117,15 +117,33 @@ export const ModelEvent = Schema.Union([TextDelta, ThinkingDelta, ToolCallDelta,
 export type ModelEvent = typeof ModelEvent.Type
 
 /**
+ * Which model answers a `Model`'s requests, as traces name it (see Tracing.ts): `provider` is the
+ * provider's name in OpenTelemetry's GenAI conventions (`gen_ai.provider.name`: `openai`,
+ * `anthropic`, ...), `model` the model requested (`gen_ai.request.model`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ModelDescription {
+  readonly provider: string
+  readonly model: string
+}
+
+/**
  * The service that answers a `ModelRequest` with a stream of `ModelEvent`s ending in `done`.
  *
  * Contract: the stream should end with exactly one `done` event; the loop tolerates any
  * deviation (no `done`, several, a malformed final message, a failure or a defect) and turns it
  * into a well-formed end of the run.
  *
+ * `describe`, optional, says which model answers the next request (the providers' models have
+ * it; a model that switches says the one in use). It is read only when a run is traced, as each
+ * run and each turn starts: the turn's `chat` span is named after the model and carries it.
+ *
  * @since 0.1.0
  * @category services
  */
 export class Model extends Context.Service<Model, {
   stream(request: ModelRequest): Stream.Stream<ModelEvent, ModelError>
+  readonly describe?: (() => ModelDescription | undefined) | undefined
 }>()("@agentloop/core/Model") {}

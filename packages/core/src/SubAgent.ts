@@ -10,6 +10,7 @@
  * out; its usage joins the parent's. The call is a tool call like any other: the parent's policy,
  * `exclusive`, concurrency limit and time limits apply to it, and aborting or interrupting the
  * parent interrupts the child, which pairs its own calls before the parent pairs the call.
+ * Traced, the child's run is an `invoke_agent {name}` span inside the call's `execute_tool` span.
  *
  * @since 0.1.0
  */
@@ -29,6 +30,7 @@ import type { ToolPolicy } from "./Policy.ts"
 import type { AgentLoopOptions, AgentRunResult } from "./Run.ts"
 import { defineTool, makeToolExecutor } from "./Tool.ts"
 import type { AnyTool, Tool, ToolOutput, ToolServices } from "./Tool.ts"
+import { AgentTrace } from "./Tracing.ts"
 
 /**
  * How deep the current run is: 0 for a run started by a program, 1 for a sub-agent's run, 2 for a
@@ -278,7 +280,11 @@ export const subAgentTool = <const Tools extends ReadonlyArray<AnyTool> = readon
             forwardTo(context, { agent: name, toolCallId: context.toolCallId }),
             // called however the child ends, interrupted too: the call's result keeps its transcript
             (result) => Effect.sync(() => context.keepOnInterrupt?.({ subAgent: runOf(name, result, output) }))
-          ).pipe(Effect.provideService(Executor, executor))).pipe(Effect.provideService(SubAgentDepth, depth + 1))
+          ).pipe(Effect.provideService(Executor, executor))).pipe(
+            Effect.provideService(SubAgentDepth, depth + 1),
+            // traced, the child's run is `invoke_agent {name}`, inside the call's span
+            Effect.provideService(AgentTrace, { name })
+          )
         let result: AgentRunResult
         if (config.model === undefined) {
           const model = yield* Effect.serviceOption(Model)

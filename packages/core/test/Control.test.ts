@@ -681,15 +681,23 @@ describe("tracing", () => {
       ).pipe(Effect.withTracer(tracer))
       const { violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
-      const named = (name: string) => spans.filter((s) => s.name === name)
+      // spans are named as OpenTelemetry's GenAI conventions name them; `agentloop.span` keeps agentloop's names
+      const named = (name: string) => spans.filter((s) => s.attributes.get("agentloop.span") === name)
       const [runSpan] = named("agentloop.run")
       assert.isDefined(runSpan)
+      assert.strictEqual(runSpan!.name, "invoke_agent")
       assert.strictEqual(runSpan!.attributes.get("agentloop.reason"), "stop")
       assert.strictEqual(runSpan!.attributes.get("agentloop.steps"), 2)
       assert.strictEqual(runSpan!.attributes.get("agentloop.usage.input"), 7)
       assert.strictEqual(runSpan!.attributes.get("agentloop.usage.output"), 3)
       assert.deepStrictEqual(named("agentloop.turn").map((s) => s.attributes.get("agentloop.step")), [1, 2])
+      assert.deepStrictEqual(
+        named("agentloop.turn").map((s) => s.name),
+        ["chat", "chat"],
+        "a model that does not describe itself"
+      )
       const tools = named("agentloop.tool")
+      assert.isTrue(tools.every((s) => s.name === "execute_tool e"))
       assert.deepStrictEqual(tools.map((s) => s.attributes.get("agentloop.tool.call_id")).sort(), ["a", "b"])
       assert.isTrue(tools.every((s) => s.attributes.get("agentloop.tool.name") === "e"))
       assert.isTrue(tools.every((s) => s.attributes.get("agentloop.tool.outcome") === "ok"))
@@ -706,7 +714,7 @@ describe("tracing", () => {
       const { violations } = yield* run.finish
       assert.deepStrictEqual(violations, [])
       const outcomes = spans
-        .filter((s) => s.name === "agentloop.tool")
+        .filter((s) => s.attributes.get("agentloop.span") === "agentloop.tool")
         .map((s) => [s.attributes.get("agentloop.tool.call_id"), s.attributes.get("agentloop.tool.outcome")])
       assert.sameDeepMembers(outcomes, [["ok", "ok"], ["bad", "error"]])
     }))

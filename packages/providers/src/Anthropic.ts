@@ -156,6 +156,7 @@ export const makeAnthropic = (
     const provider = "Anthropic"
     return makeProviderModel(client, {
       provider,
+      genAiProvider: "anthropic",
       url: endpoint(checked.baseUrl, "/v1/messages"),
       headers: {
         accept: "text/event-stream",

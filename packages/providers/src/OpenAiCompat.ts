@@ -137,6 +137,8 @@ export const makeOpenAiCompat = (
     const provider = official ? "OpenAI" : "the OpenAI-compatible server"
     return makeProviderModel(client, {
       provider,
+      // the conventions name every server spoken to with OpenAI's API `openai` (server.address tells them apart)
+      genAiProvider: "openai",
       url: endpoint(checked.baseUrl, "/chat/completions"),
       headers: {
         accept: "text/event-stream",

@@ -175,6 +175,33 @@ describe("logs and spans", () => {
       assert.notInclude(recorded, apiKey)
       assert.notInclude(logs.join("\n"), apiKey)
     }))
+
+  it.effect("a traced run: each turn is `chat {model}` with the GenAI provider name, and no span carries the key", () =>
+    Effect.gen(function*() {
+      const server = yield* makeServer([{
+        kind: "sse",
+        body: chatSse([
+          { choices: [{ index: 0, delta: { role: "assistant", content: "hi" }, finish_reason: null }] },
+          { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+          { choices: [], usage: { prompt_tokens: 12, completion_tokens: 3 } }
+        ])
+      }])
+      const recorder = makeRecorder()
+      const run = yield* recorder.record(runLoop(openAi(server.url, { apiKey })))
+      assert.strictEqual(run.result.reason, "stop")
+      const spans = recorder.spans()
+      const chat = spans.find((span) => span.attributes.get("agentloop.span") === "agentloop.turn")!
+      assert.strictEqual(chat.name, "chat m")
+      assert.strictEqual(chat.attributes.get("gen_ai.provider.name"), "openai")
+      assert.strictEqual(chat.attributes.get("gen_ai.request.model"), "m")
+      assert.strictEqual(chat.attributes.get("gen_ai.usage.input_tokens"), 12)
+      // the provider's request is inside the turn, the HTTP request inside that
+      const stream = spans.find((span) => span.name === "agentloop.provider.stream")!
+      assert.strictEqual(stream.parent._tag === "Some" && stream.parent.value.spanId, chat.spanId)
+      const recorded = JSON.stringify(spans.map((span) => [span.name, [...span.attributes], span.events]))
+      assert.include(recorded, "url.full", "the HTTP request's span is there")
+      assert.notInclude(recorded, apiKey)
+    }))
 })
 
 describe("redirects are never followed", () => {

@@ -198,7 +198,9 @@ export const makeModelSwitch = (
       provider: () => current.settings.provider,
       thinking: () => current.thinking,
       model: Model.of({
-        stream: (request) => Stream.suspend(() => Context.get(current.context, Model).stream(request))
+        stream: (request) => Stream.suspend(() => Context.get(current.context, Model).stream(request)),
+        // (for traces: the model in use now)
+        describe: () => Context.get(current.context, Model).describe?.()
       }),
       set: (next) => {
         const chosen = splitModelName(current.settings, next)

@@ -621,6 +621,7 @@ export const streamProvider = (
     Stream.withSpan("agentloop.provider.stream", {
       kind: "client",
       attributes: {
+        "agentloop.span": "agentloop.provider.stream",
         "agentloop.provider": call.provider,
         "agentloop.model": scrub(call.model, call.secrets),
         "url.full": scrub(displayUrl(call.url), call.secrets)
@@ -645,6 +646,8 @@ const finalMessage = (call: ProviderCall, message: AssistantMessage): AssistantM
 
 /** What a provider module gives to `makeProviderModel`. */
 export interface ProviderSpec extends Omit<ProviderCall, "body" | "secrets"> {
+  /** The provider's name in OpenTelemetry's GenAI conventions (`gen_ai.provider.name`), for `Model.describe`. */
+  readonly genAiProvider: string
   /** The JSON request body for a model request. */
   readonly body: (request: ModelRequest) => unknown
   /** Credentials: scrubbed from every message, in every form a server may echo them. */
@@ -659,7 +662,9 @@ export interface ProviderSpec extends Omit<ProviderCall, "body" | "secrets"> {
 export const makeProviderModel = (client: HttpClient.HttpClient, spec: ProviderSpec): typeof Model.Service => {
   const secrets = secretForms(spec.secrets)
   const clean = makeCleaner(secrets)
+  const description = { provider: spec.genAiProvider, model: scrub(spec.model, secrets) }
   return Model.of({
+    describe: () => description,
     stream: (request) =>
       Stream.unwrap(Effect.gen(function*() {
         const body = Result.try(() => JSON.stringify(spec.body(request)))

@@ -10,6 +10,8 @@
  * - Calls run concurrently (up to `ToolConcurrency`), except `exclusive` tools, which run alone:
  *   calls before them finish first, calls after them start after them.
  * - A call over its time limit is interrupted and answered with a timeout error.
+ * - Traced, each call is a span (`execute_tool`) from its policy's decision to its result, and the
+ *   wait for an approval a span inside it (see spans.ts).
  * - An abort (`signal`) stops what is running or waiting, on every engine the same way: the batch
  *   is stopped from outside and its finalizer answers every call left (interrupted, or skipped
  *   when it never started) before anything else can look at the results. A journal that replays
@@ -23,12 +25,14 @@ import type { ToolDefinition } from "../../Model.ts"
 import { decide } from "../../Policy.ts"
 import type { ApprovalAnswer, ToolPolicy } from "../../Policy.ts"
 import type { RunJournalShape } from "../../RunJournal.ts"
+import type { AgentTraceInfo } from "../../Tracing.ts"
 import { errorResult, skippedResult } from "../../Transcript.ts"
 import { describeCause } from "../rules/common.ts"
 import { awaitAbort } from "./common.ts"
 import { CallRecord, PolicyRecord } from "./records.ts"
 import { abortRunningCalls, changeAndEmit, RunningCalls } from "./shortcuts.ts"
 import type { Emit } from "./shortcuts.ts"
+import { traceApproval, traceCall } from "./spans.ts"
 import { batchStages, deniedResult, interruptedResult, runToolCall } from "./toolCall.ts"
 
 /** What a batch needs from its run. */
@@ -48,6 +52,8 @@ export interface BatchSettings {
   readonly approvalTimeout: Duration.Duration | undefined
   /** Make a span per call (a tracing backend is installed). */
   readonly traced: boolean
+  /** The agent the run is, for its calls' spans. */
+  readonly agent: AgentTraceInfo
   /** The name of the run's final-answer tool, if it has an output schema: its calls skip the policy. */
   readonly finalAnswer: string | undefined
   /** Set by a batch whose policy failed on a call: the run's error (the run ends with it). */
@@ -55,15 +61,6 @@ export interface BatchSettings {
   /** Brings the final-answer state up to a replayed call's result (a journal that replays). */
   readonly replayAnswer: ((call: ToolCall) => Effect.Effect<void>) | undefined
 }
-
-/** The call's span, `agentloop.tool`, with its outcome. */
-const traceCall = (call: ToolCall, ran: Effect.Effect<ToolResultMessage>) =>
-  ran.pipe(
-    Effect.tap((result) => Effect.annotateCurrentSpan("agentloop.tool.outcome", result.isError ? "error" : "ok")),
-    Effect.withSpan("agentloop.tool", {
-      attributes: { "agentloop.tool.name": call.name, "agentloop.tool.call_id": call.id }
-    })
-  )
 
 /** The policy's decision for a call, or how it failed (as data: a failure is the run's, not the batch's). */
 const decidePolicy = (policy: ToolPolicy, call: ToolCall, definition: ToolDefinition | undefined) =>
@@ -136,7 +133,8 @@ export const runBatch = (
       case "Ask": {
         const known = remembered.get(call.name)
         if (known !== undefined) return Effect.succeed(verdictOfAnswer(call, known))
-        return Effect.map(journal.approval(step, index, call, emit, settings.approvalTimeout), (outcome) => {
+        const asked = journal.approval(step, index, call, emit, settings.approvalTimeout)
+        return Effect.map(settings.traced ? traceApproval(call, asked) : asked, (outcome) => {
           if (outcome._tag === "Aborted") return { run: false, result: skippedResult(call, "aborted") }
           if (outcome.answer.always === true) remembered.set(call.name, outcome.answer)
           return verdictOfAnswer(call, outcome.answer)
@@ -163,9 +161,12 @@ export const runBatch = (
       idempotencyKey === undefined ? undefined : { idempotencyKey }
     )
     // (a sink that took the event at once has nothing left to run)
-    const ran = announced === Effect.void ? execution : Effect.andThen(announced, execution)
-    return settings.traced ? traceCall(call, ran) : ran
+    return announced === Effect.void ? execution : Effect.andThen(announced, execution)
   }
+
+  /** Call `index`, from its verdict to its result, as its span when traced. */
+  const traced = (index: number, answered: Effect.Effect<unknown>): Effect.Effect<unknown> =>
+    settings.traced ? traceCall(calls[index]!, settings.agent, answered, () => results[index]) : answered
 
   /** The step of call `index`, once its verdict is known (call it where the effect runs next). */
   const callStep = (index: number, call: ToolCall, verdict: Verdict): Effect.Effect<unknown> =>
@@ -206,7 +207,7 @@ export const runBatch = (
    * Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s
    * callback).
    */
-  const oneNow = (index: number): Effect.Effect<unknown> => callStep(index, calls[index]!, runs)
+  const oneNow = (index: number): Effect.Effect<unknown> => traced(index, callStep(index, calls[index]!, runs))
   const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
 
   /**
@@ -273,7 +274,10 @@ export const runBatch = (
         const go = (k: number): Effect.Effect<unknown> => {
           const { decision, index } = order[k]!
           const call = calls[index]!
-          return Effect.flatMap(verdictOf(index, call, decision), (verdict) => callStep(index, call, verdict))
+          return traced(
+            index,
+            Effect.flatMap(verdictOf(index, call, decision), (verdict) => callStep(index, call, verdict))
+          )
         }
         return order.length === 1 ? Effect.suspend(() => go(0)) : concurrently(order.map((_, k) => k), go)
       }

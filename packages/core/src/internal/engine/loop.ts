@@ -5,7 +5,7 @@
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
  * it out.
  */
-import { Cause, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../../Decision.ts"
 import type { TurnDecision } from "../../Decision.ts"
 import { Executor } from "../../Executor.ts"
@@ -23,6 +23,7 @@ import type { RunControlShape } from "../../RunControl.ts"
 import { memoryJournal, RunJournal } from "../../RunJournal.ts"
 import type { RunJournalShape } from "../../RunJournal.ts"
 import { ToolConcurrency, ToolTimeout } from "../../ToolExecution.ts"
+import { AgentTrace } from "../../Tracing.ts"
 import { pairingViolations, prepareTranscript, skippedResult } from "../../Transcript.ts"
 import { addUsageInto, describeCause, positiveDuration, subAgentUsageOf } from "../rules/common.ts"
 import type { UsageTotal } from "../rules/common.ts"
@@ -35,6 +36,7 @@ import { BoundaryRecord, TurnRecord } from "./records.ts"
 import type { Ending } from "./records.ts"
 import { changeAndEmit, RunningCalls, runsInline, snapshotRequest } from "./shortcuts.ts"
 import type { Emit } from "./shortcuts.ts"
+import { describeModel, runEndAttributes, runSpan, traceTurn } from "./spans.ts"
 import { streamTurn } from "./turn.ts"
 import type { TurnEnding } from "./turn.ts"
 
@@ -260,6 +262,7 @@ const drive = (
         ? undefined
         : Duration.fromInputUnsafe(options.approvalTimeout),
       traced: yield* tracingBackend,
+      agent: yield* AgentTrace,
       finalAnswer: answers?.output.name,
       replayAnswer: answers === undefined ? undefined : (call) => replayAnswer(answers, call),
       policyError: undefined
@@ -370,9 +373,7 @@ const drive = (
           : { systemPrompt, messages, tools: definitions }) :
         snapshotRequest(state.transcript, definitions, systemPrompt)
       const streamed = streamTurn(model, request, emit, signal)
-      const turn = yield* (batch.traced ?
-        Effect.withSpan(streamed, "agentloop.turn", { attributes: { "agentloop.step": state.steps } }) :
-        streamed)
+      const turn = yield* (batch.traced ? traceTurn(streamed, model, state.steps) : streamed)
       if (turn._tag === "Ended") {
         const ending = endingOf(turn.outcome)
         return spent === undefined ?
@@ -585,10 +586,11 @@ const withDeadline = <A, R>(
 /**
  * Runs the loop with an already guarded `emit`, hands the result to `onResult` (also when the run
  * is interrupted from outside, before the interruption goes on) and returns it. With a tracing
- * backend installed, the whole run is the span `agentloop.run`; each turn is `agentloop.turn`,
- * each call `agentloop.tool`. Without one, no span is made: effect's built-in tracer shows them to
- * nobody, and a span costs more than a short run (a stack trace captured when it is made, and every
- * failure inside it annotated with its frame, down to the end of each model stream).
+ * backend installed, the whole run is the span `invoke_agent` (agentloop's `agentloop.run`); each
+ * turn is a `chat` span, each call an `execute_tool` span (see spans.ts and Tracing.ts). Without
+ * one, no span is made: effect's built-in tracer shows them to nobody, and a span costs more than a
+ * short run (a stack trace captured when it is made, and every failure inside it annotated with its
+ * frame, down to the end of each model stream).
  *
  * The run's steps go through the `RunJournal` and its abort, steering and follow-ups come from the
  * `RunControl` (by default: in memory, from `options`).
@@ -601,7 +603,10 @@ export const runLoop = (
   Effect.withFiber((fiber) => {
     const traced = fiber.getRef(Tracer.Tracer) !== Tracer.nativeTracer
     const run = runTraced(options, emit, onResult, traced, fiber.getRef(RunJournal), fiber.getRef(RunControl))
-    return traced ? Effect.withSpan(run, "agentloop.run") : run
+    if (!traced) return run
+    const model = Context.getOption(fiber.context, Model)
+    const span = runSpan(fiber.getRef(AgentTrace), model._tag === "Some" ? describeModel(model.value) : undefined)
+    return Effect.withSpan(run, span.name, span.options)
   })
 
 const runTraced = (
@@ -668,14 +673,7 @@ const runTraced = (
             ...(state.output === undefined || outcome.reason !== "stop" ? {} : { output: state.output.answer })
           }
           if (traced) {
-            yield* Effect.annotateCurrentSpan({
-              "agentloop.reason": outcome.reason,
-              "agentloop.steps": state.steps,
-              ...(state.usage === undefined ? {} : {
-                "agentloop.usage.input": state.usage.input,
-                "agentloop.usage.output": state.usage.output
-              })
-            })
+            yield* Effect.annotateCurrentSpan(runEndAttributes(outcome, state.steps, state.usage))
           }
           yield* emit({ type: "turn_end", reason: outcome.reason, steps: state.steps, ...error })
           return result
