@@ -58,8 +58,12 @@ export interface StdioServerConfig {
  *   (RFC 8693, as `clientId` there) for an identity assertion grant (ID-JAG) for this server's
  *   authorization server and resource, which the client then presents there in a JWT-bearer grant
  *   (RFC 7523) with `clientId` / `clientSecret`. No browser, no user interaction.
+ * - `workloadIdentity`: workload identity federation (SEP-1933): the workload's own identity token
+ *   (a JWT its platform issues for this authorization server: `token`, or `tokenFile`, read again
+ *   for every token request, as platforms rotate it) presented in a JWT-bearer grant (RFC 7523)
+ *   as `clientId`. No user.
  *
- * `clientSecret`, `privateKey` and `crossAppAccess.idToken` are secrets: they never appear in
+ * `clientSecret`, `privateKey`, `crossAppAccess.idToken` and the workload's token are secrets: they never appear in
  * errors or events.
  *
  * @since 0.1.0
@@ -74,7 +78,17 @@ export interface McpOAuthConfig {
   readonly privateKey?: string | undefined
   readonly signingAlgorithm?: string | undefined
   readonly crossAppAccess?: McpCrossAppAccess | undefined
+  readonly workloadIdentity?: McpWorkloadIdentity | undefined
 }
+
+/**
+ * The workload's identity token of `McpOAuthConfig.workloadIdentity` (SEP-1933): `token`, or
+ * `tokenFile` (read for every token request).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type McpWorkloadIdentity = { readonly token: string } | { readonly tokenFile: string }
 
 /**
  * The enterprise identity provider of `McpOAuthConfig.crossAppAccess` (SEP-990).
@@ -179,7 +193,11 @@ export const McpOAuthEntry = Schema.Union([
       tokenEndpoint: Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an http:// or https:// URL" })),
       clientId: Schema.optionalKey(Schema.NonEmptyString),
       idToken: Schema.NonEmptyString
-    }))
+    })),
+    workloadIdentity: Schema.optionalKey(Schema.Union([
+      Schema.Struct({ token: Schema.NonEmptyString }),
+      Schema.Struct({ tokenFile: Schema.NonEmptyString })
+    ]))
   }),
   Schema.Literal(false)
 ])

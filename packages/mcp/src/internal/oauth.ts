@@ -27,6 +27,7 @@ import type {
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { Clock, Effect, Exit } from "effect"
 import { randomBytes } from "node:crypto"
+import { readFile } from "node:fs/promises"
 import { McpAuthorization, McpTokenStore } from "../Auth.ts"
 import type { McpAuthKey, StoredAuth } from "../Auth.ts"
 import type { HttpServerConfig } from "../Config.ts"
@@ -81,7 +82,9 @@ export const makeOAuth = (
     const serverUrl = new URL(server.url)
     const crossApp = config.crossAppAccess
     // no user in the loop: the client's own credentials, or an enterprise ID token (SEP-990)
-    const clientCredentials = config.grant === "client_credentials" || crossApp !== undefined
+    const workload = config.workloadIdentity
+    const clientCredentials = config.grant === "client_credentials" || crossApp !== undefined ||
+      workload !== undefined
     const configured: OAuthClientInformationMixed | undefined = config.clientId === undefined ? undefined : {
       client_id: config.clientId,
       ...(config.clientSecret === undefined ? {} : { client_secret: config.clientSecret })
@@ -106,6 +109,7 @@ export const makeOAuth = (
         config.clientSecret,
         config.privateKey,
         crossApp?.idToken,
+        workload !== undefined && "token" in workload ? workload.token : undefined,
         assertion,
         verifier
       ].filter((s): s is string => typeof s === "string" && s.length >= 4)
@@ -154,6 +158,17 @@ export const makeOAuth = (
         throw new Error(`the identity provider refused the token exchange (${reason})`)
       }
       assertion = body["access_token"]
+      return new URLSearchParams({
+        grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        assertion,
+        ...(scope === undefined ? {} : { scope })
+      })
+    }
+
+    /** SEP-1933: the workload's own identity token presented in a JWT-bearer grant. */
+    const workloadRequest = async (identity: NonNullable<typeof workload>, scope: string | undefined) => {
+      assertion = "token" in identity ? identity.token : (await readFile(identity.tokenFile, "utf8")).trim()
+      if (assertion.length === 0) throw new Error("the workload identity token file is empty")
       return new URLSearchParams({
         grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
         assertion,
@@ -223,6 +238,8 @@ export const makeOAuth = (
       },
       ...(crossApp !== undefined ?
         { prepareTokenRequest: (scope?: string) => jwtBearerRequest(crossApp, scope) } :
+        workload !== undefined ?
+        { prepareTokenRequest: (scope?: string) => workloadRequest(workload, scope) } :
         clientCredentials ?
         {
           prepareTokenRequest: (scope?: string) =>

@@ -77,6 +77,7 @@ const oauthOf = (context: Record<string, unknown>): McpOAuthConfig => {
     ...(secret === undefined ? {} : { clientSecret: secret }),
     ...(machine ? { grant: "client_credentials" as const } : {}),
     ...(privateKey === undefined ? {} : { privateKey }),
+    ...(text("valid_jwt") === undefined ? {} : { workloadIdentity: { token: text("valid_jwt")! } }),
     ...(text("idp_id_token") === undefined || text("idp_token_endpoint") === undefined ? {} : {
       crossAppAccess: {
         tokenEndpoint: text("idp_token_endpoint")!,
