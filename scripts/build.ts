@@ -9,7 +9,7 @@
  * Usage: npm run build [-- --force]   (`node scripts/build.ts [tsc -b options]`)
  */
 import { spawnSync } from "node:child_process"
-import { existsSync, readdirSync, rmSync, statSync } from "node:fs"
+import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { createRequire } from "node:module"
 import { join, relative } from "node:path"
 
@@ -71,12 +71,15 @@ if (removed > 0) console.log(`build: ${removed} stale file(s) removed`)
 // instead of importing every package and effect's whole index. It is built from the compiled dist/
 // above (what the library's users get), never from a second source; the bin falls back to dist/ when
 // the bundle is absent, and runs src/ under the `agentloop-source` condition (the repository's tests).
+// Built beside it and swapped in with two renames, so that a build running while the command runs (or
+// while another build does: two test runs at once) never leaves a half-written bundle in its place.
 const bundleDir = join(root, "packages", "cli", "bundle")
-rmSync(bundleDir, { recursive: true, force: true })
+const nextDir = `${bundleDir}.next-${process.pid}`
+rmSync(nextDir, { recursive: true, force: true })
 const { build } = await import("esbuild")
 const bundled = await build({
   entryPoints: { agentloop: join(root, "scripts", "cli-bundle-entry.js") },
-  outdir: bundleDir,
+  outdir: nextDir,
   chunkNames: "chunks/[name]-[hash]",
   bundle: true,
   splitting: true,
@@ -128,7 +131,7 @@ const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Screen|Style|internal\
 const paths = [
   {
     name: "--help",
-    start: outputOf(/bundle\/agentloop\.js$/),
+    start: outputOf(/bundle\.next-\d+\/agentloop\.js$/),
     forbidden: (input: string) =>
       (/packages\//.test(input) && !helpMay.test(input)) ||
       /sql|cluster|workflow|modelcontextprotocol|observability/.test(input)
@@ -146,11 +149,16 @@ for (const path of paths) {
   const inputs = [...files].flatMap((f) => Object.keys(bundleFiles[f]!.inputs))
   const wrong = inputs.filter(path.forbidden)
   if (wrong.length > 0) {
+    rmSync(nextDir, { recursive: true, force: true })
     throw new Error(`build: the CLI's ${path.name} path would load ${wrong.slice(0, 5).join(", ")}: import it lazily`)
   }
   const bytes = [...files].reduce((sum, f) => sum + bundleFiles[f]!.bytes, 0)
   console.log(`build: the CLI's ${path.name} path loads ${files.size} file(s), ${(bytes / 1024).toFixed(0)} KiB`)
 }
+const oldDir = `${bundleDir}.old-${process.pid}`
+if (existsSync(bundleDir)) renameSync(bundleDir, oldDir)
+renameSync(nextDir, bundleDir)
+rmSync(oldDir, { recursive: true, force: true })
 const size = Object.values(bundleFiles).reduce((sum, o) => sum + o.bytes, 0)
 console.log(
   `build: packages/cli/bundle: ${Object.keys(bundleFiles).length} files, ${(size / 1024 / 1024).toFixed(1)} MiB`

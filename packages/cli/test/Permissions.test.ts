@@ -7,6 +7,7 @@ import {
   afterRun,
   answer,
   jsonLines,
+  lastToolResult,
   makeWorkspace,
   providerFlags,
   scriptServer,
@@ -134,11 +135,6 @@ describe("permission rules", () => {
 
 /** The text of the last tool result a request sends (OpenAI's format). */
 const SHIFT_TAB = "\u001b[Z"
-
-const lastToolResult = (body: Record<string, unknown>): string => {
-  const messages = body["messages"] as Array<{ role: string; content: unknown }>
-  return JSON.stringify(messages.filter((m) => m.role === "tool").at(-1)?.content)
-}
 
 describe("permissions in chat (in a pseudo-terminal)", () => {
   it(

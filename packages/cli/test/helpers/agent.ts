@@ -536,6 +536,12 @@ export const answer = async (cli: Running, marker: string | RegExp, line: string
 export const afterRun = (cli: Running, text: string, line: string, from = 0): Promise<number> =>
   answer(cli, new RegExp(`${text}[\\s\\S]*usage:[^\\n]*\\n`), line, from)
 
+/** The content of the last tool result a request to the script server carried, as JSON text. */
+export const lastToolResult = (body: Record<string, unknown>): string => {
+  const messages = body["messages"] as Array<{ role: string; content: unknown }>
+  return JSON.stringify(messages.filter((m) => m.role === "tool").at(-1)?.content)
+}
+
 /** The flags pointing the CLI at a script server. */
 export const providerFlags = (server: ScriptServer, provider: "openai-compat" | "anthropic" = "openai-compat") =>
   provider === "openai-compat" ?
