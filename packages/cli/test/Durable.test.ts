@@ -15,10 +15,10 @@ import {
   jsonLines,
   killAll,
   makeWorkspace,
-  processesWith,
   providerFlags,
   scriptServer,
   sessionFiles,
+  sleepingWith,
   startCli,
   testEnv,
   uniqueSleep
@@ -167,7 +167,7 @@ describe("agentloop --durable", () => {
     try {
       const first = startCli(args, { cwd: ws, env: testEnv(ws) })
       await first.waitFor("✓ read a.txt", 90_000)
-      assert.isTrue(await eventually(() => processesWith(marker).length > 0, 90_000), first.output())
+      assert.isTrue(await eventually(() => sleepingWith(marker).length > 0, 90_000), first.output())
       first.child.kill("SIGKILL")
       await first.exited
       killAll(marker)

@@ -10,6 +10,7 @@ import {
   providerFlags,
   scriptServer,
   sessionFiles,
+  sleepingWith,
   startCli,
   testEnv,
   uniqueSleep
@@ -42,7 +43,7 @@ describe("agentloop --durable: processes and secrets", () => {
         try {
           const first = startCli(args, { cwd: ws, env: testEnv(ws) })
           assert.isTrue(
-            await eventually(() => processesWith(marker).length > 0, 90_000),
+            await eventually(() => sleepingWith(marker).length > 0, 90_000),
             first.output() + first.stderr()
           )
           first.child.kill(signal)

@@ -23,6 +23,7 @@ import {
   providerFlags,
   scriptServer,
   sessionFiles,
+  sleepingWith,
   startCli,
   testEnv,
   uniqueSleep
@@ -302,7 +303,7 @@ describe("agentloop undo (from the shell)", () => {
           cwd: ws,
           env: testEnv(ws)
         })
-        assert.isTrue(await eventually(() => processesWith(marker).length > 0, 90_000), first.output())
+        assert.isTrue(await eventually(() => sleepingWith(marker).length > 0, 90_000), first.output())
         first.child.kill("SIGKILL")
         await first.exited
         killAll(marker)
@@ -363,7 +364,7 @@ describe("agentloop undo (from the shell)", () => {
         assert.strictEqual((await undoCli(ws)).code, 0)
         assert.isFalse(existsSync(join(ws, "one.txt")))
         const two = run("--continue", "two")
-        assert.isTrue(await eventually(() => processesWith(marker).length > 0, 90_000), two.output())
+        assert.isTrue(await eventually(() => sleepingWith(marker).length > 0, 90_000), two.output())
         two.child.kill("SIGKILL")
         await two.exited
         killAll(marker)

@@ -494,6 +494,21 @@ export const processesWith = (marker: string): Array<number> => {
   return found
 }
 
+/**
+ * The `sleep` processes of `marker` (`sleep <marker>`), not the shell whose command line holds it:
+ * a command `echo … >> file; … sleep <marker>` has written its file once its sleep runs, while the
+ * shell exists (with the marker in its command line) before it has run anything.
+ */
+export const sleepingWith = (marker: string): Array<number> =>
+  processesWith(marker).filter((pid) => {
+    try {
+      const [program, ...args] = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter((a) => a.length > 0)
+      return /(^|\/)sleep$/.test(program ?? "") && args.includes(marker)
+    } catch {
+      return false
+    }
+  })
+
 /** Kills the processes whose command line holds `marker` (one may end by itself meanwhile). */
 export const killAll = (marker: string) => {
   for (const pid of processesWith(marker)) {
