@@ -157,6 +157,8 @@ const isHttpUrl = (url: string): boolean => {
   return protocol === "http:" || protocol === "https:"
 }
 
+const HttpUrl = Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an http:// or https:// URL" }))
+
 /**
  * One stdio entry of `mcpServers`:
  * `{ "command", "args"?, "env"?, "cwd"?, "type"?: "stdio", "timeoutMs"?, "maxOutputChars"? }`.
@@ -190,7 +192,7 @@ export const McpOAuthEntry = Schema.Union([
     privateKey: Schema.optionalKey(Schema.String),
     signingAlgorithm: Schema.optionalKey(Schema.String),
     crossAppAccess: Schema.optionalKey(Schema.Struct({
-      tokenEndpoint: Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an http:// or https:// URL" })),
+      tokenEndpoint: HttpUrl,
       clientId: Schema.optionalKey(Schema.NonEmptyString),
       idToken: Schema.NonEmptyString
     })),
@@ -211,7 +213,7 @@ export const McpOAuthEntry = Schema.Union([
  */
 export const HttpServerEntry = Schema.Struct({
   type: Schema.optionalKey(Schema.Literals(["http", "streamable-http", "streamableHttp"])),
-  url: Schema.String.check(Schema.makeFilter(isHttpUrl, { expected: "an http:// or https:// URL" })),
+  url: HttpUrl,
   headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
   oauth: Schema.optionalKey(McpOAuthEntry),
   timeoutMs: Schema.optionalKey(TimeoutMs),

@@ -67,6 +67,14 @@ const union = (...scopes: ReadonlyArray<string | undefined>): string | undefined
   return all.length === 0 ? undefined : all.join(" ")
 }
 
+/** The token request of a JWT-bearer grant (RFC 7523) presenting `assertion`. */
+const jwtBearerGrant = (assertion: string, scope: string | undefined) =>
+  new URLSearchParams({
+    grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
+    assertion,
+    ...(scope === undefined ? {} : { scope })
+  })
+
 const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
 export const makeOAuth = (
@@ -158,22 +166,14 @@ export const makeOAuth = (
         throw new Error(`the identity provider refused the token exchange (${reason})`)
       }
       assertion = body["access_token"]
-      return new URLSearchParams({
-        grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
-        assertion,
-        ...(scope === undefined ? {} : { scope })
-      })
+      return jwtBearerGrant(assertion, scope)
     }
 
     /** SEP-1933: the workload's own identity token presented in a JWT-bearer grant. */
     const workloadRequest = async (identity: NonNullable<typeof workload>, scope: string | undefined) => {
       assertion = "token" in identity ? identity.token : (await readFile(identity.tokenFile, "utf8")).trim()
       if (assertion.length === 0) throw new Error("the workload identity token file is empty")
-      return new URLSearchParams({
-        grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer",
-        assertion,
-        ...(scope === undefined ? {} : { scope })
-      })
+      return jwtBearerGrant(assertion, scope)
     }
 
     const metadataUrl = config.clientMetadataUrl ?? options.clientMetadataUrl
