@@ -9,7 +9,7 @@
  * Usage: npm run build [-- --force]   (`node scripts/build.ts [tsc -b options]`)
  */
 import { spawnSync } from "node:child_process"
-import { existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
+import { existsSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { join, relative } from "node:path"
 
@@ -124,13 +124,14 @@ const outputOf = (pattern: RegExp): string => {
   if (found === undefined) throw new Error(`build: the bundle has no output matching ${pattern}`)
   return found
 }
-// What each path may not load: the help (every command's flags) loads no command's code; `run` and
-// `chat` load neither durable runs' engine, nor the MCP client, nor the viewer, nor the OTLP exporter
-// unless asked for.
+// What each path may not load: the command line (every command's flags and their parsing) loads no
+// command's code; `run` and `chat` load neither durable runs' engine, nor the MCP client, nor the
+// viewer, nor the OTLP exporter unless asked for. (`--help` and `--version` load neither: the bin
+// prints them from static.json, below.)
 const helpMay = /packages\/cli\/dist\/(main|Logs|Sanitize|Screen|Style|internal\/Names)\.js/
 const paths = [
   {
-    name: "--help",
+    name: "command line (flags, parsing)",
     start: outputOf(/bundle\.next-\d+\/agentloop\.js$/),
     forbidden: (input: string) =>
       (/packages\//.test(input) && !helpMay.test(input)) ||
@@ -155,6 +156,13 @@ for (const path of paths) {
   const bytes = [...files].reduce((sum, f) => sum + bundleFiles[f]!.bytes, 0)
   console.log(`build: the CLI's ${path.name} path loads ${files.size} file(s), ${(bytes / 1024).toFixed(0)} KiB`)
 }
+// What `--help`, `--version` and each command's `--help` print, rendered by the command line itself
+// (the compiled dist/, with and without colors) for the bin to print without loading the bundle.
+const staticOutput = await import(join(root, "packages", "cli", "dist", "internal", "StaticOutput.js"))
+const { Effect } = await import("effect")
+const rendered = await Effect.runPromise(staticOutput.renderAllStatic)
+writeFileSync(join(nextDir, "static.json"), JSON.stringify(rendered))
+console.log(`build: packages/cli/bundle/static.json: ${Object.keys(rendered.entries).length} command lines`)
 const oldDir = `${bundleDir}.old-${process.pid}`
 if (existsSync(bundleDir)) renameSync(bundleDir, oldDir)
 renameSync(nextDir, bundleDir)

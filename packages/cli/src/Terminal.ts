@@ -298,13 +298,14 @@ export const makeLineInput = (
   })
 
 /**
- * Ends the process shortly after a command is done: idle keep-alive connections of the HTTP
- * client would otherwise hold it open for seconds. Everything has been written and every scope
- * (tools, files) closed by then; `process.exitCode` is kept.
+ * Ends the process once a command is done: at once when nothing is left open, else 50 ms later
+ * (an idle keep-alive connection, a stdin listener would hold it open). Everything has been written
+ * and every scope (tools, files, the HTTP client) closed by then; `process.exitCode` is kept.
  *
  * @since 0.1.0
  * @category stopping
  */
 export const exitSoon: Effect.Effect<void> = Effect.sync(() => {
-  setTimeout(() => process.exit(), 50)
+  // unref'd: the timer itself does not keep the process waiting
+  setTimeout(() => process.exit(), 50).unref()
 })

@@ -7,11 +7,14 @@
  * @since 0.1.0
  */
 import * as NodeServices from "@effect/platform-node/NodeServices"
-import { Effect, Option } from "effect"
+import { Effect, Option, Stdio } from "effect"
 import { Argument, CliOutput, Command, Flag } from "effect/cli"
 import { PERMISSION_MODES, PROVIDER_NAMES, THINKING_LEVELS } from "./internal/Names.ts"
 import { cliLoggerLayer } from "./Logs.ts"
 import { stripControl } from "./Sanitize.ts"
+
+/** The version `--version` prints. */
+const VERSION = "0.1.0"
 
 /**
  * A command's handler that is imported when the command runs: `load` names the module (a
@@ -453,19 +456,31 @@ export const agentloop = Command.make("agentloop").pipe(
 )
 
 /**
+ * The command line for `args` (without `node` and the script), reported as `main` reports it: help
+ * and version through effect's presenter, a usage error as one line and exit code 2, log entries as
+ * one line each. Needs the platform's services (`main` gives it Node's).
+ *
+ * @since 0.1.0
+ * @category main
+ */
+export const commandLine = (args: ReadonlyArray<string>) =>
+  Command.runWith(agentloop, { version: VERSION })(args).pipe(
+    // a bad flag or command: one line and where the help is, exit 2 (the help itself only on --help)
+    Effect.catchTag("ShowHelp", (e) =>
+      Effect.sync(() => {
+        if (e.errors.length > 0) process.exitCode = 2
+      })),
+    Effect.provide(CliOutput.layerPresenter(usagePresenter)),
+    // log entries (a provider's retries) as one readable line each
+    Effect.provide(cliLoggerLayer)
+  )
+
+/**
  * Runs the command line with `process.argv`.
  *
  * @since 0.1.0
  * @category main
  */
-export const main = Command.run(agentloop, { version: "0.1.0" }).pipe(
-  // a bad flag or command: one line and where the help is, exit 2 (the help itself only on --help)
-  Effect.catchTag("ShowHelp", (e) =>
-    Effect.sync(() => {
-      if (e.errors.length > 0) process.exitCode = 2
-    })),
-  Effect.provide(CliOutput.layerPresenter(usagePresenter)),
-  // log entries (a provider's retries) as one readable line each
-  Effect.provide(cliLoggerLayer),
+export const main = Stdio.Stdio.use(({ args }) => Effect.flatMap(args, commandLine)).pipe(
   Effect.provide(NodeServices.layer)
 )

@@ -3,7 +3,6 @@
  * temporary folder. Loaded by `main.ts` only when `demo` runs.
  */
 import type { Model } from "@agentloop/core"
-import { anthropicFetchLayer, openAiCompatFetchLayer } from "@agentloop/providers"
 import type { ProviderConfigError } from "@agentloop/providers"
 import { scriptedModelLayer } from "@agentloop/testkit"
 import { codingToolsLayer } from "@agentloop/tools"
@@ -20,6 +19,7 @@ import type { Style } from "../Style.ts"
 import { exitSoon, installController } from "../Terminal.ts"
 import type { Controller } from "../Terminal.ts"
 import * as WorkspaceIO from "../WorkspaceIO.ts"
+import { providerModelLayer } from "./Setup.ts"
 
 /** A failure of the command that the user can act on; printed without a stack trace. */
 class UsageError extends Error {
@@ -70,9 +70,7 @@ const chooseModel = (choice: ModelChoice): Effect.Effect<Layer.Layer<Model, Prov
       apiKey,
       maxTokens: Option.getOrUndefined(choice.maxTokens)
     }
-    return Effect.succeed(
-      choice.provider === "anthropic" ? anthropicFetchLayer(options) : openAiCompatFetchLayer(options)
-    )
+    return Effect.succeed(providerModelLayer(choice.provider, options))
   })
 
 /**

@@ -328,20 +328,30 @@ export const startCli = (
     readonly env: NodeJS.ProcessEnv
     readonly pty?: boolean
     readonly size?: { readonly cols: number; readonly rows: number }
+    /** Run the built bundle, as the installed command does (default: the sources). */
+    readonly bundle?: boolean
   }
 ): Running => {
-  const node = [process.execPath, "--conditions=agentloop-source", bin, ...args]
+  const node = [process.execPath, ...(options.bundle === true ? [] : ["--conditions=agentloop-source"]), bin, ...args]
+  // the test run's NODE_OPTIONS carry the source condition (vitest.config.ts): not for the bundle
+  const env = options.bundle === true ?
+    {
+      ...options.env,
+      NODE_OPTIONS: (options.env["NODE_OPTIONS"] ?? "").split(" ").filter((o) => o !== "--conditions=agentloop-source")
+        .join(" ")
+    } :
+    options.env
   const size = options.size ?? { cols: 80, rows: 24 }
   const child = options.pty === true ?
     spawn("python3", ["-c", PTY_DRIVER, ...node], {
       cwd: options.cwd,
       env: {
-        ...options.env,
+        ...env,
         TERM: "xterm-256color",
         ...(options.size === undefined ? {} : { AGENTLOOP_TEST_PTY_SIZE: `${size.cols}x${size.rows}` })
       }
     }) :
-    spawn(node[0]!, node.slice(1), { cwd: options.cwd, env: options.env })
+    spawn(node[0]!, node.slice(1), { cwd: options.cwd, env })
   let out = ""
   let err = ""
   const waiters = new Set<() => void>()
