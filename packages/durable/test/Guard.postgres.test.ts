@@ -1,0 +1,120 @@
+/**
+ * A guard against two effect/cluster bugs reported upstream, on PostgreSQL storage: executions that
+ * stall (a reset `run` request claimed, then skipped: the execution waits for minutes), and a
+ * `DurableDeferred` wake lost for executions started with `discard: true`. 300 short runs, half
+ * started with `startRun` (a discarded execution, as `agentloop run --durable` starts them) and
+ * half with `runDurable` (an attached one), all at once on one runner; each asks for an approval
+ * (a DurableDeferred) that another fiber answers through the client as soon as it is pending. The
+ * test fails naming each run that did not end, and where it stopped: never asked, or asked and not
+ * woken by its answer.
+ *
+ * Uses the PostgreSQL that AGENTLOOP_PG_* name, or starts a throwaway one (scripts/postgres.ts).
+ */
+import { allow, ask, defineTool, Model, toolExecutorLayer } from "@agentloop/core"
+import type { AgentRunResult } from "@agentloop/core"
+import { assistant, toolCall } from "@agentloop/testkit"
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { freshDatabase, postgres } from "../scripts/postgres.ts"
+import type { Postgres } from "../scripts/postgres.ts"
+import {
+  approve,
+  awaitRun,
+  balancedTimings,
+  durableRunnerLayer,
+  pendingApprovals,
+  postgresRunnerLayer,
+  runDurable,
+  startRun
+} from "../src/index.ts"
+import { freePort } from "./crash.ts"
+
+let server: Postgres | undefined
+beforeAll(() => void (server = postgres()), 300_000)
+afterAll(() => server?.stop())
+
+const RUNS = 300
+
+/** The model: the first turn asks for one `gate` call, the next one ends the run. */
+const model = Layer.succeed(
+  Model,
+  Model.of({
+    stream: (request) => {
+      const answered = request.messages.some((m) => m.role === "toolResult")
+      return Stream.make({
+        type: "done" as const,
+        message: answered ?
+          assistant("stop", { text: "done" }) :
+          assistant("toolUse", { calls: [toolCall("gate-1", "gate", {})] })
+      })
+    }
+  })
+)
+
+describe("300 short executions on PostgreSQL (upstream stalls and lost wakes)", () => {
+  it.live("every run, discarded or attached, asks once, is woken by its answer and ends", () =>
+    Effect.gen(function*() {
+      const ran = new Map<string, number>()
+      const gate = defineTool({
+        name: "gate",
+        description: "a call that needs an approval",
+        parameters: Schema.Struct({}),
+        execute: (_args, context) =>
+          Effect.sync(() => {
+            // the key is agentloop:<runId>:<step>:<call>
+            const runId = context.idempotencyKey?.split(":")[1] ?? "?"
+            ran.set(runId, (ran.get(runId) ?? 0) + 1)
+            return "passed"
+          })
+      })
+      const layer = durableRunnerLayer({ policy: (call) => call.name === "gate" ? ask : allow }).pipe(
+        Layer.provideMerge(postgresRunnerLayer({
+          postgres: { ...server!, database: freshDatabase(server!, "guard") },
+          address: { host: "127.0.0.1", port: yield* freePort },
+          timings: balancedTimings
+        })),
+        Layer.provide(Layer.merge(model, toolExecutorLayer([gate])))
+      )
+      const ids = Array.from({ length: RUNS }, (_, i) => `${i % 2 === 0 ? "discarded" : "attached"}-${i}`)
+      const asked = new Set<string>()
+      const ended = new Map<string, AgentRunResult>()
+      const outcome = yield* Effect.scoped(Effect.gen(function*() {
+        const context = yield* Layer.build(layer)
+        const provided = <A, E>(effect: Effect.Effect<A, E, any>) => Effect.provide(effect, context)
+        // the answering fiber: every pending approval is approved from the client once it is pending
+        yield* provided(
+          Effect.gen(function*() {
+            for (const pending of yield* pendingApprovals()) {
+              if (asked.has(pending.runId)) continue
+              asked.add(pending.runId)
+              yield* approve(pending.runId, pending.call.id, { approved: true })
+            }
+          })
+        ).pipe(Effect.orDie, Effect.repeat(Schedule.spaced("20 millis")), Effect.forkScoped)
+        const one = (runId: string) => {
+          const options = { runId, messages: [{ role: "user" as const, content: "go" }] }
+          const run = runId.startsWith("discarded") ?
+            Effect.andThen(startRun(options), awaitRun(runId, { interval: "50 millis" })) :
+            runDurable(options)
+          return provided(run).pipe(Effect.tap((result) => Effect.sync(() => ended.set(runId, result))))
+        }
+        // warm up (the cluster's tables, the shards' assignment), then all at once
+        yield* one("attached-warm-up")
+        return yield* Effect.forEach(ids, one, { concurrency: "unbounded", discard: true }).pipe(
+          Effect.timeoutOption(Duration.minutes(3))
+        )
+      }))
+      const stalled = ids.filter((id) => !ended.has(id)).map((id) =>
+        `${id}: ${asked.has(id) ? "asked, approved, never woken" : "never asked for its approval"}`
+      )
+      assert.deepStrictEqual(
+        stalled,
+        [],
+        `${stalled.length} of ${RUNS} runs stalled (timed out: ${Option.isNone(outcome)})`
+      )
+      for (const id of ids) {
+        assert.strictEqual(ended.get(id)?.reason, "stop", id)
+        assert.strictEqual(ran.get(id), 1, `${id}: the approved call ran ${ran.get(id) ?? 0} times`)
+      }
+    }), 600_000)
+})
