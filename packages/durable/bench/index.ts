@@ -17,7 +17,15 @@ import { join } from "node:path"
 import { freePort, kill9, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
 import type { Proc } from "../test/crash.ts"
 import { pgFloor, sqliteFloor } from "./floor.ts"
-import { dropDatabase, durableOverhead, freshDatabase, inMemoryMsPerStep, postgres, runCluster } from "./lib.ts"
+import {
+  approvalLatency,
+  dropDatabase,
+  durableOverhead,
+  freshDatabase,
+  inMemoryMsPerStep,
+  postgres,
+  runCluster
+} from "./lib.ts"
 import type { Pg } from "./lib.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
@@ -122,6 +130,12 @@ const program = Effect.gen(function*() {
       }`
     ])
   }
+  const latencies = [...(yield* approvalLatency(pg, quick ? 5 : 20))].sort((a, b) => a - b)
+  rows.push([
+    "an approval answered by another engine, until the approved call starts (median, max)",
+    "PostgreSQL, 1 runner + a client-only engine, `balancedTimings`",
+    `${ms(latencies[Math.floor(latencies.length / 2)]!)}, ${ms(latencies.at(-1)!)}`
+  ])
   const failovers: Array<number> = []
   for (let i = 0; i < FAILOVERS; i++) failovers.push(yield* failover(pg))
   rows.push([

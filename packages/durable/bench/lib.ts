@@ -5,20 +5,25 @@
  * starting many runs and, optionally, a runner killed with SIGKILL every few seconds, and the
  * analysis of what ran how many times against what the journal holds.
  */
-import { Model, noopSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
+import { allow, ask, defineTool, Model, noopSinkLayer, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentRunResult, Executor, Message } from "@agentloop/core"
 import { assistant, echoTool, toolCall } from "@agentloop/testkit"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Schedule, Schema, Stream } from "effect"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import {
+  approve,
+  awaitRun,
   balancedTimings,
   durableRunnerLayer,
   embeddedEngineLayer,
   memoryEngineLayer,
+  pendingApprovals,
+  postgresClientLayer,
   postgresRunnerLayer,
-  runDurable
+  runDurable,
+  startRun
 } from "../src/index.ts"
 import type { DurableEvent } from "../src/index.ts"
 import { awaitExit, freePort, lines, spawnProc, starts, tempDir, waitUntil } from "../test/crash.ts"
@@ -150,6 +155,74 @@ export const durableOverhead = (
       dropDatabase(options.pg!, database)
     }
     return figures
+  })
+
+// -----------------------------------------------------------------------------
+// An approval answered by another engine on PostgreSQL
+// -----------------------------------------------------------------------------
+
+/**
+ * How long an approval answered by a client-only engine (what `agentloop approve` or any other
+ * process is) takes to reach the run waiting for it on a runner: from `approve` returning to the
+ * approved call starting, `samples` times, one run after another, on `balancedTimings`. The two
+ * engines share nothing but the database (each has its own sharding, storage and connections).
+ */
+export const approvalLatency = (pg: Pg, samples: number) =>
+  Effect.gen(function*() {
+    const database = freshDatabase(pg, "approval")
+    const postgres = { host: pg.host, port: pg.port, username: pg.username, database }
+    let started: (() => void) | undefined
+    const gate = defineTool({
+      name: "gate",
+      description: "a call that needs an approval",
+      parameters: Schema.Struct({}),
+      execute: () => Effect.sync(() => (started?.(), "passed"))
+    })
+    const model = Layer.succeed(
+      Model,
+      Model.of({
+        stream: (request) =>
+          Stream.make({
+            type: "done" as const,
+            message: request.messages.some((m) => m.role === "toolResult") ?
+              assistant("stop", { text: "done" }) :
+              assistant("toolUse", { calls: [toolCall("gate-1", "gate", {})] })
+          })
+      })
+    )
+    const runner = durableRunnerLayer({ policy: (call) => call.name === "gate" ? ask : allow }).pipe(
+      Layer.provideMerge(
+        postgresRunnerLayer({
+          postgres,
+          address: { host: "127.0.0.1", port: yield* freePort },
+          timings: balancedTimings
+        })
+      ),
+      Layer.provide(Layer.merge(model, toolExecutorLayer([gate]) as Layer.Layer<Executor>))
+    )
+    const latencies = yield* Effect.scoped(Effect.gen(function*() {
+      const onRunner = yield* Layer.build(runner)
+      const onClient = yield* Layer.build(postgresClientLayer({ postgres, timings: balancedTimings }))
+      const out: Array<number> = []
+      for (let i = 0; i <= samples; i++) {
+        const runId = `approval-${i}`
+        yield* Effect.provide(startRun({ runId, messages: [{ role: "user", content: "go" }] }), onRunner)
+        const pending = yield* Effect.provide(pendingApprovals(runId), onClient).pipe(
+          Effect.flatMap((all) => all.length > 0 ? Effect.succeed(all[0]!) : Effect.fail("not yet" as const)),
+          Effect.retry({ schedule: Schedule.spaced("10 millis") }),
+          Effect.orDie
+        )
+        const ran = new Promise<number>((resolve) => (started = () => resolve(performance.now())))
+        yield* Effect.provide(approve(runId, pending.call.id, { approved: true }), onClient)
+        const answered = performance.now()
+        const at = yield* Effect.promise(() => ran)
+        yield* Effect.provide(awaitRun(runId, { interval: "20 millis" }), onClient)
+        if (i > 0) out.push(at - answered) // the first one warms up
+      }
+      return out
+    }))
+    dropDatabase(pg, database)
+    return latencies
   })
 
 // -----------------------------------------------------------------------------
