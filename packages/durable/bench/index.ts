@@ -13,20 +13,17 @@
  * once) and one echo tool call, so what is measured is the engine.
  */
 import { Effect } from "effect"
-import { join } from "node:path"
-import { freePort, kill9, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
-import type { Proc } from "../test/crash.ts"
 import { pgFloor, sqliteFloor } from "./floor.ts"
 import {
   approvalLatency,
   dropDatabase,
   durableOverhead,
+  failover,
   freshDatabase,
   inMemoryMsPerStep,
   postgres,
   runCluster
 } from "./lib.ts"
-import type { Pg } from "./lib.ts"
 
 const quick = process.env["BENCH_QUICK"] === "1"
 const STEPS = 10
@@ -34,46 +31,6 @@ const RUNS = quick ? 3 : 10
 const CONCURRENT = quick ? 30 : 100
 const CLUSTER_RUNS = quick ? 30 : 100
 const FAILOVERS = quick ? 1 : 2
-
-/**
- * kill -9 the runner executing a run while a call runs (2 runners, balancedTimings); the time
- * until the interrupted call starts again on the other runner.
- */
-const failover = (pg: Pg) =>
-  Effect.gen(function*() {
-    const database = freshDatabase(pg, "failover")
-    const dir = tempDir("agentloop-durable-failover-")
-    const s = {
-      engine: "postgres",
-      pg: { host: pg.host, port: pg.port, username: pg.username, database },
-      runId: "run-1",
-      log: join(dir, "side-effects.ndjson"),
-      events: join(dir, "events.ndjson"),
-      result: join(dir, "result.json"),
-      slowMs: 30_000
-    }
-    const all: Array<Proc> = []
-    yield* Effect.addFinalizer(() => Effect.sync(() => all.forEach((p) => p.child.kill("SIGKILL"))))
-    const up = () => starts(s.log).entries.filter((e) => e.kind === "process").length
-    for (let i = 0; i < 2; i++) {
-      all.push(spawnProc("runner", { ...s, port: yield* freePort }))
-      yield* waitUntil("a runner up", () => up() === i + 1, 120_000, all)
-    }
-    all.push(spawnProc("client-start", s))
-    yield* waitUntil(
-      "c2 running, c1 finished",
-      () => starts(s.log).call("c2") === 1 && toolEndedIn(s.events, "c1"),
-      120_000,
-      all
-    )
-    const ownerPid = starts(s.log).entries.find((e) => e.kind === "tool" && e.call === "c2")!.pid
-    const killedAt = Date.now()
-    yield* kill9(all.find((p) => p.child.pid === ownerPid)!)
-    yield* waitUntil("c2 running again", () => starts(s.log).call("c2") === 2, 120_000, all)
-    const again = starts(s.log).entries.filter((e) => e.kind === "tool" && e.call === "c2" && e.phase === "start")[1]!
-    dropDatabase(pg, database)
-    return (again as unknown as { readonly t: number }).t - killedAt
-  }).pipe(Effect.scoped)
 
 const pg = postgres()
 const program = Effect.gen(function*() {
@@ -143,17 +100,26 @@ const program = Effect.gen(function*() {
     "PostgreSQL, 2 runners, `balancedTimings` (locks refreshed every 5 s, expire after 15 s)",
     failovers.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(", ")
   ])
-  const cluster = yield* runCluster({ pg, runs: CLUSTER_RUNS, steps: 3, killEveryMs: 0, timeoutMs: 10 * 60_000 })
-  dropDatabase(pg, cluster.database)
-  rows.push([
-    `steps/s, ${CLUSTER_RUNS} concurrent runs (3 steps each)`,
-    "PostgreSQL, 3 runner processes + a client process",
-    cluster.completed ?
-      `${((CLUSTER_RUNS * 3) / (cluster.elapsedMs / 1000)).toFixed(1)} (runners' CPU ${
-        (cluster.runnerCpuMs / (CLUSTER_RUNS * 3)).toFixed(0)
-      } ms a step, startup included)` :
-      "did not finish"
-  ])
+  for (const runners of [1, 2, 3, 6]) {
+    const cluster = yield* runCluster({
+      pg,
+      runs: CLUSTER_RUNS,
+      steps: 3,
+      killEveryMs: 0,
+      timeoutMs: 10 * 60_000,
+      runners
+    })
+    dropDatabase(pg, cluster.database)
+    rows.push([
+      `steps/s, ${CLUSTER_RUNS} concurrent runs (3 steps each)`,
+      `PostgreSQL, ${runners} runner process${runners === 1 ? "" : "es"} + a client process`,
+      cluster.completed ?
+        `${((CLUSTER_RUNS * 3) / (cluster.elapsedMs / 1000)).toFixed(1)} (runners' CPU ${
+          (cluster.runnerCpuMs / (CLUSTER_RUNS * 3)).toFixed(0)
+        } ms a step, startup included)` :
+        "did not finish"
+    ])
+  }
   console.log(
     `durable runs (${quick ? "BENCH_QUICK" : "full"}; PostgreSQL ${
       pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"
@@ -162,10 +128,10 @@ const program = Effect.gen(function*() {
   console.log("| figure | engine | value |\n|---|---|---|")
   for (const [figure, engine, value] of rows) console.log(`| ${figure} | ${engine} | ${value} |`)
   console.log(
-    "Failover is bounded by the lock expiry (15 s): a dead runner keeps its place until its heartbeat is that old, " +
-      "sooner when the runners' health check (a ping every 2 s, on one runner) finds it dead first. Faster locks " +
-      "(`fastTimings`, 2 s / 6 s) must be refreshed within 2 s: on a loaded machine refreshes time out, the runner " +
-      "drops its shards and calls finished but not yet journaled run again."
+    "Failover: every runner pings the others every 2 s and marks one that does not answer unhealthy; its shards " +
+      "(whose PostgreSQL locks went with its connection) move to the others. Faster locks (`fastTimings`, 2 s / 6 s) " +
+      "must be refreshed within 2 s: on a loaded machine refreshes time out, the runner drops its shards and calls " +
+      "finished but not yet journaled run again."
   )
 })
 

@@ -26,7 +26,7 @@ import {
   startRun
 } from "../src/index.ts"
 import type { DurableEvent } from "../src/index.ts"
-import { awaitExit, freePort, lines, spawnProc, starts, tempDir, waitUntil } from "../test/crash.ts"
+import { awaitExit, freePort, kill9, lines, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
 import type { LogEntry, Proc } from "../test/crash.ts"
 import { violationsOf } from "../test/harness.ts"
 
@@ -226,6 +226,50 @@ export const approvalLatency = (pg: Pg, samples: number) =>
   })
 
 // -----------------------------------------------------------------------------
+// Failover
+// -----------------------------------------------------------------------------
+
+/**
+ * kill -9 the runner executing a run while a call runs (2 runners, balancedTimings); the time
+ * until the interrupted call starts again on the other runner.
+ */
+export const failover = (pg: Pg) =>
+  Effect.gen(function*() {
+    const database = freshDatabase(pg, "failover")
+    const dir = tempDir("agentloop-durable-failover-")
+    const s = {
+      engine: "postgres",
+      pg: { host: pg.host, port: pg.port, username: pg.username, database },
+      runId: "run-1",
+      log: join(dir, "side-effects.ndjson"),
+      events: join(dir, "events.ndjson"),
+      result: join(dir, "result.json"),
+      slowMs: 30_000
+    }
+    const all: Array<Proc> = []
+    yield* Effect.addFinalizer(() => Effect.sync(() => all.forEach((p) => p.child.kill("SIGKILL"))))
+    const up = () => starts(s.log).entries.filter((e) => e.kind === "process").length
+    for (let i = 0; i < 2; i++) {
+      all.push(spawnProc("runner", { ...s, port: yield* freePort }))
+      yield* waitUntil("a runner up", () => up() === i + 1, 120_000, all)
+    }
+    all.push(spawnProc("client-start", s))
+    yield* waitUntil(
+      "c2 running, c1 finished",
+      () => starts(s.log).call("c2") === 1 && toolEndedIn(s.events, "c1"),
+      120_000,
+      all
+    )
+    const ownerPid = starts(s.log).entries.find((e) => e.kind === "tool" && e.call === "c2")!.pid
+    const killedAt = Date.now()
+    yield* kill9(all.find((p) => p.child.pid === ownerPid)!)
+    yield* waitUntil("c2 running again", () => starts(s.log).call("c2") === 2, 120_000, all)
+    const again = starts(s.log).entries.filter((e) => e.kind === "tool" && e.call === "c2" && e.phase === "start")[1]!
+    dropDatabase(pg, database)
+    return (again as unknown as { readonly t: number }).t - killedAt
+  }).pipe(Effect.scoped)
+
+// -----------------------------------------------------------------------------
 // A cluster of runner processes on PostgreSQL
 // -----------------------------------------------------------------------------
 
@@ -242,6 +286,8 @@ export interface ClusterOptions {
   /** Give up (and report what ended) after this long. */
   readonly timeoutMs: number
   readonly timings?: "balanced" | "fast" | undefined
+  /** How many runner processes (default 3). */
+  readonly runners?: number | undefined
 }
 
 export interface ClusterRun {
@@ -308,7 +354,8 @@ export const runCluster = (options: ClusterOptions) =>
       return proc
     })
     return yield* Effect.gen(function*() {
-      const runners = [yield* startRunner, yield* startRunner, yield* startRunner]
+      const runners: Array<Proc> = []
+      for (let i = 0; i < (options.runners ?? 3); i++) runners.push(yield* startRunner)
       const client = spawnProc("client-many", settings, env)
       all.push(client)
       let kills = 0
@@ -323,7 +370,7 @@ export const runCluster = (options: ClusterOptions) =>
               ).length >= options.runs / 3, 600_000)
           while (client.child.exitCode === null && kills < (options.maxKills ?? Infinity)) {
             const running = inFlight(settings.log)
-            const busiest = [0, 1, 2].map((i) => ({
+            const busiest = runners.map((_, i) => ({
               i,
               n: running.filter((pid) =>
                 pid === runners[i]!.child.pid

@@ -18,14 +18,21 @@
 import { NodeClusterSocket, NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Layer, Option, Schema } from "effect"
-import { ClusterWorkflowEngine, RunnerAddress, SingleRunner } from "effect/cluster"
-import type { ShardingConfig } from "effect/cluster"
+import {
+  ClusterWorkflowEngine,
+  RunnerAddress,
+  ShardingConfig,
+  SingleRunner,
+  SqlMessageStorage,
+  SqlRunnerStorage
+} from "effect/cluster"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient } from "effect/sql"
 import { WorkflowEngine } from "effect/workflow"
 import { existsSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { DurableStore, memoryStoreLayer, sqlStoreLayer } from "./DurableStore.ts"
+import { everyRunnerChecksHealth } from "./internal/health.ts"
 import { runnerLockFileOf } from "./RunnerLock.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 
@@ -228,8 +235,10 @@ export type PostgresConfig = PgClient.PgPoolConfig
 
 /**
  * A runner process on PostgreSQL: it hosts shards and runs the runs of its shards; when it dies,
- * the other runners take its shards over once its locks expire (`timings.shardLockExpiration`).
- * `address` is where the other runners reach this one (a loopback or private address).
+ * the other runners take its shards over once one of them finds it dead (each pings the others
+ * every `timings.runnerHealthCheckInterval`), at the latest when its heartbeat is older than
+ * `timings.shardLockExpiration`. `address` is where the other runners reach this one (a loopback
+ * or private address).
  *
  * @since 0.1.0
  * @category layers
@@ -238,19 +247,28 @@ export const postgresRunnerLayer = (options: {
   readonly postgres: PostgresConfig
   readonly address: { readonly host: string; readonly port: number }
   readonly timings?: ClusterTimings | undefined
-}) =>
-  ClusterWorkflowEngine.layer.pipe(
-    Layer.provideMerge(NodeClusterSocket.layer({
-      storage: "sql",
-      shardingConfig: {
-        shardsPerGroup: postgresShardsPerGroup,
-        ...options.timings,
-        runnerAddress: Option.some(RunnerAddress.make(options.address.host, options.address.port))
-      }
-    })),
+}) => {
+  const shardingConfig = {
+    shardsPerGroup: postgresShardsPerGroup,
+    ...options.timings,
+    runnerAddress: Option.some(RunnerAddress.make(options.address.host, options.address.port))
+  }
+  // the cluster's storage is built here ("byo"), once, so that every runner's own health check
+  // below can read and mark the runners it shares with the sharding
+  const storage = Layer.mergeAll(
+    SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest)),
+    Layer.orDie(SqlRunnerStorage.layer)
+  ).pipe(Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)))
+  return Layer.mergeAll(
+    ClusterWorkflowEngine.layer,
+    everyRunnerChecksHealth.pipe(Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)))
+  ).pipe(
+    Layer.provideMerge(NodeClusterSocket.layer({ storage: "byo", shardingConfig })),
+    Layer.provideMerge(storage),
     Layer.provideMerge(sqlStoreLayer),
     Layer.provideMerge(PgClient.layer(options.postgres))
   )
+}
 
 /**
  * A client-only process on PostgreSQL: starts runs, reads results, approves, aborts, steers; runs
