@@ -255,14 +255,12 @@ export const postgresRunnerLayer = (options: {
   }
   // the cluster's storage is built here ("byo"), once, so that every runner's own health check
   // below can read and mark the runners it shares with the sharding
+  const config = ShardingConfig.layerFromEnv(shardingConfig)
   const storage = Layer.mergeAll(
     SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest)),
     Layer.orDie(SqlRunnerStorage.layer)
-  ).pipe(Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)))
-  return Layer.mergeAll(
-    ClusterWorkflowEngine.layer,
-    everyRunnerChecksHealth.pipe(Layer.provide(ShardingConfig.layerFromEnv(shardingConfig)))
-  ).pipe(
+  ).pipe(Layer.provide(config))
+  return Layer.mergeAll(ClusterWorkflowEngine.layer, everyRunnerChecksHealth.pipe(Layer.provide(config))).pipe(
     Layer.provideMerge(NodeClusterSocket.layer({ storage: "byo", shardingConfig })),
     Layer.provideMerge(storage),
     Layer.provideMerge(sqlStoreLayer),
