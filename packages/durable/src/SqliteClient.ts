@@ -79,21 +79,26 @@ export const make = (config: SqliteClientConfig) =>
       }),
       (opened) => Effect.sync(() => opened.isOpen && opened.close())
     )
+    // Every statement is prepared once and kept (least recently used first out): effect's "unprepared"
+    // statements (its transactions' BEGIN and COMMIT, some of the cluster's message queries) are
+    // the same few texts each time, and preparing one costs more than running it. A statement with
+    // its values inlined (a one-off text) only passes through the cache.
     const cache = new Map<string, StatementSync>()
-    const prepare = (sql: string, cached: boolean): StatementSync => {
-      if (!cached) return db.prepare(sql)
+    const prepare = (sql: string): StatementSync => {
       let statement = cache.get(sql)
       if (statement === undefined) {
         statement = db.prepare(sql)
-        if (cache.size > 200) cache.clear()
-        cache.set(sql, statement)
+        if (cache.size >= 256) cache.delete(cache.keys().next().value!)
+      } else {
+        cache.delete(sql)
       }
+      cache.set(sql, statement)
       return statement
     }
-    const rows = (sql: string, params: ReadonlyArray<unknown>, cached: boolean) =>
+    const rows = (sql: string, params: ReadonlyArray<unknown>) =>
       Effect.try({
         try: () => {
-          const statement = prepare(sql, cached)
+          const statement = prepare(sql)
           const values = params.map(toParam)
           // statements that return no columns (DDL, plain writes) are run, not read
           if (statement.columns().length === 0) {
@@ -106,17 +111,17 @@ export const make = (config: SqliteClientConfig) =>
       })
     const connection: SqlConnection.Connection = {
       execute: (sql, params, transformRows) =>
-        Effect.map(rows(sql, params, true), (r) => transformRows === undefined ? r : transformRows(r)),
-      executeRaw: (sql, params) => rows(sql, params, true),
+        Effect.map(rows(sql, params), (r) => transformRows === undefined ? r : transformRows(r)),
+      executeRaw: (sql, params) => rows(sql, params),
       executeStream: (sql, params, transformRows) =>
         Stream.fromIterableEffect(
-          Effect.map(rows(sql, params, true), (r) => transformRows === undefined ? r : transformRows(r))
+          Effect.map(rows(sql, params), (r) => transformRows === undefined ? r : transformRows(r))
         ),
-      executeValues: (sql, params) => Effect.map(rows(sql, params, true), (r) => r.map((row) => Object.values(row))),
+      executeValues: (sql, params) => Effect.map(rows(sql, params), (r) => r.map((row) => Object.values(row))),
       executeValuesUnprepared: (sql, params) =>
-        Effect.map(rows(sql, params, false), (r) => r.map((row) => Object.values(row))),
+        Effect.map(rows(sql, params), (r) => r.map((row) => Object.values(row))),
       executeUnprepared: (sql, params, transformRows) =>
-        Effect.map(rows(sql, params, false), (r) => transformRows === undefined ? r : transformRows(r))
+        Effect.map(rows(sql, params), (r) => transformRows === undefined ? r : transformRows(r))
     }
     const semaphore = yield* Semaphore.make(1)
     const acquirers = SqlClient.makeSqliteAcquirers({
