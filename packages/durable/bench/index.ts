@@ -112,7 +112,7 @@ const program = Effect.gen(function*() {
     dropDatabase(pg, cluster.database)
     rows.push([
       `steps/s, ${CLUSTER_RUNS} concurrent runs (3 steps each)`,
-      `PostgreSQL, ${runners} runner process${runners === 1 ? "" : "es"} + a client process`,
+      `PostgreSQL, ${runners} runner process${runners === 1 ? "" : "es"} (assignments settled) + a client process`,
       cluster.completed ?
         `${((CLUSTER_RUNS * 3) / (cluster.elapsedMs / 1000)).toFixed(1)} (runners' CPU ${
           (cluster.runnerCpuMs / (CLUSTER_RUNS * 3)).toFixed(0)
@@ -120,6 +120,28 @@ const program = Effect.gen(function*() {
         "did not finish"
     ])
   }
+  // a runner joining while runs are under way: the shards that move to it carry runs, and effect's
+  // handoff holds each such run until its entity termination timeout (see `balancedTimings`)
+  const join: Array<string> = []
+  for (const joinUnderLoad of [false, true]) {
+    const cluster = yield* runCluster({
+      pg,
+      runs: 30,
+      steps: 3,
+      callMs: 2000,
+      killEveryMs: 0,
+      timeoutMs: 10 * 60_000,
+      runners: 3,
+      joinUnderLoad
+    })
+    dropDatabase(pg, cluster.database)
+    join.push(cluster.completed ? `${(cluster.elapsedMs / 1000).toFixed(1)} s` : "did not finish")
+  }
+  rows.push([
+    "30 concurrent runs of 2 calls of 2 s: 3 runners from the start; the 3rd runner joining once a third of the first calls ended",
+    "PostgreSQL, `balancedTimings` (effect's `entityTerminationTimeout`, 15 s)",
+    join.join("; ")
+  ])
   console.log(
     `durable runs (${quick ? "BENCH_QUICK" : "full"}; PostgreSQL ${
       pg.origin === "started" ? "started here" : "from AGENTLOOP_PG_*"

@@ -22,6 +22,7 @@ import {
   pendingApprovals,
   postgresClientLayer,
   postgresRunnerLayer,
+  postgresShardsPerGroup,
   runDurable,
   startRun
 } from "../src/index.ts"
@@ -288,6 +289,11 @@ export interface ClusterOptions {
   readonly timings?: "balanced" | "fast" | undefined
   /** How many runner processes (default 3). */
   readonly runners?: number | undefined
+  /**
+   * Start the client with one runner fewer, and the last runner once a third of the runs' first
+   * calls ended: the time a runner joining under load costs (its shards move while runs are on them).
+   */
+  readonly joinUnderLoad?: boolean | undefined
 }
 
 export interface ClusterRun {
@@ -323,6 +329,22 @@ const cpuMsOf = (pid: number | undefined): number => {
   }
 }
 
+/**
+ * Whether these runners hold every shard between them, each some, and none is releasing one, per
+ * the last shard counts each recorded. Until then a shard can be moving: its old owner releases it
+ * only once the run on it drains, and that run's next activity goes to the shard's new owner, which
+ * waits for the lock: effect's handoff holds both until its entity termination timeout (15 s).
+ */
+const settled = (log: string, runners: ReadonlyArray<Proc>): boolean => {
+  const last = new Map<number, { readonly held: number; readonly releasing: number }>()
+  for (const e of lines<LogEntry & { readonly held?: number; readonly releasing?: number }>(log)) {
+    if (e.kind === "shards") last.set(e.pid, { held: e.held!, releasing: e.releasing! })
+  }
+  const counts = runners.map((r) => last.get(r.child.pid!))
+  return counts.every((c) => c !== undefined && c.held > 0 && c.releasing === 0) &&
+    counts.reduce((sum, c) => sum + c!.held, 0) === Number(process.env["AGENTLOOP_SHARDS"] ?? postgresShardsPerGroup)
+}
+
 /** 3 runner processes and a client starting `runs` runs of `steps` steps and waiting for them. */
 export const runCluster = (options: ClusterOptions) =>
   Effect.gen(function*() {
@@ -353,28 +375,39 @@ export const runCluster = (options: ClusterOptions) =>
       yield* waitUntil("a runner up", () => processesUp() > before, 120_000, [proc])
       return proc
     })
+    const firstCallsEnded = () =>
+      starts(settings.log).entries.filter((e) => e.kind === "tool" && e.phase === "end").length >= options.runs / 3
     return yield* Effect.gen(function*() {
       const runners: Array<Proc> = []
-      for (let i = 0; i < (options.runners ?? 3); i++) runners.push(yield* startRunner)
+      const count = options.runners ?? 3
+      for (let i = 0; i < count - (options.joinUnderLoad === true ? 1 : 0); i++) runners.push(yield* startRunner)
+      // Each runner computes its shards from the runners it has seen, once a second: a runner that
+      // has not seen the last one yet still holds shards that move to it, and a run started on such
+      // a shard stalls until effect's handoff times out (see `settled`). Throughput is measured
+      // once the assignments have settled; `joinUnderLoad` measures that stall on purpose.
+      yield* waitUntil(
+        "the runners' shard assignments to settle",
+        () => settled(settings.log, runners),
+        120_000,
+        runners
+      )
       const client = spawnProc("client-many", settings, env)
       all.push(client)
+      if (options.joinUnderLoad === true) {
+        yield* waitUntil("calls under way", () => client.child.exitCode !== null || firstCallsEnded(), 600_000)
+        runners.push(yield* startRunner)
+      }
       let kills = 0
       if (options.killEveryMs > 0) {
         yield* Effect.gen(function*() {
           // kills start once runs are under way (a third of the runs' first calls ended), and
           // hit the runner running the most calls, so each kill interrupts work
-          yield* waitUntil("calls under way", () =>
-            client.child.exitCode !== null ||
-            starts(settings.log).entries.filter((e) =>
-                e.kind === "tool" && e.phase === "end"
-              ).length >= options.runs / 3, 600_000)
+          yield* waitUntil("calls under way", () => client.child.exitCode !== null || firstCallsEnded(), 600_000)
           while (client.child.exitCode === null && kills < (options.maxKills ?? Infinity)) {
             const running = inFlight(settings.log)
             const busiest = runners.map((_, i) => ({
               i,
-              n: running.filter((pid) =>
-                pid === runners[i]!.child.pid
-              ).length
+              n: running.filter((pid) => pid === runners[i]!.child.pid).length
             }))
               .sort((a, b) => b.n - a.n)[0]!.i
             interrupted += running.filter((pid) => pid === runners[busiest]!.child.pid).length

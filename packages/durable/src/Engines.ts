@@ -71,6 +71,11 @@ export const fastTimings: ClusterTimings = {
  * must answer within its interval) timed out several times, the runner released its shards, and
  * 59 tool calls whose results were not journaled yet ran a second time; with these, none.
  *
+ * A runner joining moves shards to it, and a run on a moved shard stalls until effect's
+ * `entityTerminationTimeout` (left at its 15 s default here): the old runner keeps the shard until
+ * the run drains, while the run's next step waits on the new runner for that shard. A smaller value
+ * shortens the stall, but a call running longer than it on a moved shard runs again.
+ *
  * @since 0.1.0
  * @category constants
  */

@@ -77,7 +77,7 @@ export const awaitExit = (proc: Proc, ms = 60_000) =>
 export const tempDir = (prefix: string) => mkdtempSync(join(tmpdir(), prefix))
 
 export interface LogEntry {
-  readonly kind: "turn" | "tool" | "process"
+  readonly kind: "turn" | "tool" | "process" | "shards"
   readonly phase: "start" | "end"
   readonly call?: string
   readonly turn?: number
