@@ -138,7 +138,8 @@ const program = Effect.gen(function*() {
     join.push(cluster.completed ? `${(cluster.elapsedMs / 1000).toFixed(1)} s` : "did not finish")
   }
   rows.push([
-    "30 concurrent runs of 2 calls of 2 s: 3 runners from the start; the 3rd runner joining once a third of the first calls ended",
+    "30 concurrent runs of 2 calls of 2 s: 3 runners from the start; " +
+    "the 3rd runner joining once a third of the first calls ended",
     "PostgreSQL, `balancedTimings` (effect's `entityTerminationTimeout`, 15 s)",
     join.join("; ")
   ])
