@@ -109,19 +109,18 @@ export const make = (config: SqliteClientConfig) =>
         },
         catch: (cause) => sqlError(cause, "execute")
       })
+    // prepared or not, a statement goes through the one cache, so each pair is the same function
+    const execute: SqlConnection.Connection["execute"] = (sql, params, transformRows) =>
+      Effect.map(rows(sql, params), (r) => transformRows === undefined ? r : transformRows(r))
+    const executeValues: SqlConnection.Connection["executeValues"] = (sql, params) =>
+      Effect.map(rows(sql, params), (r) => r.map((row) => Object.values(row)))
     const connection: SqlConnection.Connection = {
-      execute: (sql, params, transformRows) =>
-        Effect.map(rows(sql, params), (r) => transformRows === undefined ? r : transformRows(r)),
+      execute,
+      executeUnprepared: execute,
       executeRaw: (sql, params) => rows(sql, params),
-      executeStream: (sql, params, transformRows) =>
-        Stream.fromIterableEffect(
-          Effect.map(rows(sql, params), (r) => transformRows === undefined ? r : transformRows(r))
-        ),
-      executeValues: (sql, params) => Effect.map(rows(sql, params), (r) => r.map((row) => Object.values(row))),
-      executeValuesUnprepared: (sql, params) =>
-        Effect.map(rows(sql, params), (r) => r.map((row) => Object.values(row))),
-      executeUnprepared: (sql, params, transformRows) =>
-        Effect.map(rows(sql, params), (r) => transformRows === undefined ? r : transformRows(r))
+      executeStream: (sql, params, transformRows) => Stream.fromIterableEffect(execute(sql, params, transformRows)),
+      executeValues,
+      executeValuesUnprepared: executeValues
     }
     const semaphore = yield* Semaphore.make(1)
     const acquirers = SqlClient.makeSqliteAcquirers({
