@@ -22,7 +22,6 @@ import {
   ClusterWorkflowEngine,
   RunnerAddress,
   ShardingConfig,
-  SingleRunner,
   SqlMessageStorage,
   SqlRunnerStorage
 } from "effect/cluster"
@@ -33,6 +32,7 @@ import { existsSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { DurableStore, memoryStoreLayer, sqlStoreLayer } from "./DurableStore.ts"
 import { everyRunnerChecksHealth } from "./internal/health.ts"
+import { sqliteClientEngineLayer, sqliteRunnerEngineLayer } from "./internal/sqliteEngine.ts"
 import { runnerLockFileOf } from "./RunnerLock.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 
@@ -156,15 +156,11 @@ const openSql = (filename: string, mustExist: boolean) =>
     ).pipe(Layer.provide(Reactivity.layer))
   }))
 
-const embeddedDefaults: ClusterTimings = {
-  // how soon the runner sees a message written by another process (an approval, an abort, a run
-  // started by a client): the runner reads its mailbox in the database this often
-  entityMessagePollInterval: Duration.millis(500),
-  entityReplyPollInterval: Duration.millis(10),
-  // one runner holds every shard, so more shards only cost: each reply is stored after a lock
-  // check of its shard (replies on one shard share a check) and each mailbox read lists them all
-  shardsPerGroup: 1
-}
+/**
+ * How soon the embedded runner sees what another process wrote to its file (a run started, an
+ * approval, an abort), by default: it reads the rows it has not seen this often.
+ */
+const embeddedPollInterval = Duration.millis(500)
 
 /**
  * Shards per group on PostgreSQL (effect's default is 300). Every reply a runner stores (each
@@ -180,24 +176,61 @@ const embeddedDefaults: ClusterTimings = {
  */
 export const postgresShardsPerGroup = 30
 
-/** The engine on an embedded file, as its runner or (`client`: no runner address, the file must exist) beside it. */
-const embeddedLayer = (
-  options: { readonly filename: string; readonly timings?: ClusterTimings | undefined },
-  client: boolean
-) =>
-  ClusterWorkflowEngine.layer.pipe(
-    Layer.provideMerge(SingleRunner.layer({
-      runnerStorage: "sql",
-      shardingConfig: { ...embeddedDefaults, ...options.timings, ...(client ? { runnerAddress: Option.none() } : {}) }
-    })),
+/**
+ * Refuses a file whose runs the embedded engine of earlier versions (effect/cluster's, which kept
+ * them as cluster messages) left unfinished: this engine keeps executions in tables of its own and
+ * cannot continue those.
+ */
+const refuseFormerEngineRuns = (filename: string) =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const fail = (error: unknown) =>
+      new EmbeddedEngineError({ message: `cannot read ${filename}: ${String((error as Error)?.message ?? error)}` })
+    const tables = yield* sql`select name from sqlite_master where type = 'table' and name = 'cluster_messages'`.pipe(
+      Effect.mapError(fail)
+    )
+    if (tables.length === 0) return
+    const [row] = yield* sql<{ n: number }>`select count(*) as n from cluster_messages where processed = 0`.pipe(
+      Effect.mapError(fail)
+    )
+    const n = Number(row?.n ?? 0)
+    if (n === 0) return
+    return yield* new EmbeddedEngineError({
+      message: `${filename} holds runs an earlier agentloop's embedded engine did not finish (${n} unprocessed ` +
+        "cluster message(s)); this version keeps runs in tables of its own and cannot continue them: let them end " +
+        "with the version that started them, or use another file"
+    })
+  }))
+
+/**
+ * The embedded engine's options: its file, and (for the runner) how often it reads what other
+ * processes wrote to it (half a second by default).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface EmbeddedOptions {
+  readonly filename: string
+  readonly pollInterval?: Duration.Input | undefined
+}
+
+/** The engine on an embedded file, as its runner or (`client`: it runs nothing, the file must exist) beside it. */
+const embeddedLayer = (options: EmbeddedOptions, client: boolean) => {
+  const pollInterval = Duration.fromInputUnsafe(options.pollInterval ?? embeddedPollInterval)
+  return (client ? sqliteClientEngineLayer({ pollInterval }) : sqliteRunnerEngineLayer({ pollInterval })).pipe(
     Layer.provideMerge(sqlStoreLayer),
-    Layer.provide(NodeCrypto.layerDigest),
-    Layer.provideMerge(openSql(options.filename, client))
+    Layer.provideMerge(Layer.provideMerge(refuseFormerEngineRuns(options.filename), openSql(options.filename, client)))
   )
+}
 
 /**
  * The embedded engine: one process, one SQLite database file, nothing to install. A run that was
  * going when the process died resumes when a process starts on the same file again.
+ *
+ * effect/workflow's engine kept directly in the file, without effect/cluster: each execution's
+ * payload and result, each activity's, deferred's and durable clock's outcome, encoded with their
+ * own schemas (see `internal/sqliteEngine.ts`). A file whose runs an earlier version's embedded
+ * engine (effect/cluster's) left unfinished is refused with `EmbeddedEngineError`.
  *
  * One runner per file: the layer takes the file's runner lock (`<filename>-runner`, released by
  * the operating system when the process ends, however it ends) and fails with
@@ -207,10 +240,7 @@ const embeddedLayer = (
  * @since 0.1.0
  * @category layers
  */
-export const embeddedEngineLayer = (options: {
-  readonly filename: string
-  readonly timings?: ClusterTimings | undefined
-}) =>
+export const embeddedEngineLayer = (options: EmbeddedOptions) =>
   embeddedLayer(options, false).pipe(
     Layer.provide(options.filename === ":memory:" ? Layer.empty : runnerLock(options.filename))
   )
@@ -218,17 +248,14 @@ export const embeddedEngineLayer = (options: {
 /**
  * A client-only process on an embedded database file, beside the process that runs the runs (or
  * while none does): starts runs, lists them, reads results, approves, aborts, steers. It runs
- * nothing and takes no lock; what it writes is picked up by the runner within its
- * `entityMessagePollInterval` (half a second by default). Fails with `EmbeddedEngineError` when
+ * nothing and takes no lock; what it writes is picked up by the runner within the runner's
+ * `pollInterval` (half a second by default). Fails with `EmbeddedEngineError` when
  * the file does not exist.
  *
  * @since 0.1.0
  * @category layers
  */
-export const embeddedClientLayer = (options: {
-  readonly filename: string
-  readonly timings?: ClusterTimings | undefined
-}) => embeddedLayer(options, true)
+export const embeddedClientLayer = (options: EmbeddedOptions) => embeddedLayer(options, true)
 
 /**
  * Where PostgreSQL is.

@@ -139,4 +139,30 @@ describe("embedded engine: kill -9 and start the same command again", () => {
       }),
     60_000
   )
+
+  it.live(
+    "while it waits for an approval: an approval written by a client while no process runs is found by the next one",
+    () =>
+      Effect.gen(function*() {
+        const s = setup({ slowMs: 50 })
+        const first = spawnProc("runner-start", s)
+        yield* waitUntil(
+          "the approval request",
+          () => lines<DurableEvent>(s.events).some((e) => e.event.type === "approval_request")
+        )
+        yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300))) // the run parks
+        yield* kill9(first)
+        // the answer goes to the file alone: no runner reads it as it is written
+        yield* awaitExit(spawnProc("client", { ...s, ops: ["approve"] }))
+        const second = spawnProc("runner-start", s)
+        yield* awaitExit(second)
+        const c = starts(s.log)
+        assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
+        assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
+        const { result, violations } = resultAndViolations(s.result, s.events)
+        assert.strictEqual(result.reason, "stop")
+        assert.deepStrictEqual(violations, [])
+      }),
+    60_000
+  )
 })

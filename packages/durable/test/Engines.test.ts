@@ -1,7 +1,8 @@
 /**
  * The same scenarios on both engines: structured output, sub-agents, `transformContext`, the run's
  * timeout, policies that fail and the bad-input rules. Each runs on the in-memory loop and on the
- * durable loop (`WorkflowEngine.layerMemory`), with the same assertions and the same results.
+ * durable loop (on `WorkflowEngine.layerMemory`, and on the embedded engine's SQLite file), with the
+ * same assertions and the same results.
  */
 import { allow, EventSink, Executor, runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type { AgentLoopOptions, AgentRunResult, AnyTool, LoopEvent, ToolResultMessage } from "@agentloop/core"
@@ -22,8 +23,8 @@ import { Deferred, Effect, Exit, Fiber, Layer, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import { durableEngine } from "./engine.ts"
 
-type Engine = "memory" | "durable"
-const engines: ReadonlyArray<Engine> = ["memory", "durable"]
+type Engine = "memory" | "durable" | "embedded"
+const engines: ReadonlyArray<Engine> = ["memory", "durable", "embedded"]
 
 interface Ran {
   readonly result: AgentRunResult
@@ -57,7 +58,7 @@ const run = (
     const layers = Layer.mergeAll(model.layer, executor, sink)
     const result = engine === "memory" ?
       yield* Effect.provide(runAgentLoop(options), layers) :
-      yield* durableEngine().run(options, layers)
+      yield* durableEngine({}, engine === "embedded" ? "embedded" : "memory").run(options, layers)
     const input = Array.isArray(options.messages) && result.reason !== "error" ? options.messages : undefined
     assert.deepStrictEqual(checkInvariants({ input, result, events, requests: yield* model.requests }), [])
     return { result, events } satisfies Ran

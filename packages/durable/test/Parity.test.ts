@@ -1,11 +1,12 @@
 /**
- * Parity: one loop, two engines. Each generated fault plan (testkit's fault injection: faulty
+ * Parity: one loop, on any engine. Each generated fault plan (testkit's fault injection: faulty
  * models, tools, inputs, sinks, aborts, output schemas, sub-agents) runs on the in-memory loop and
- * on the durable loop (`WorkflowEngine.layerMemory`), some with a `transformContext` and a policy;
- * both keep every invariant, and their transcripts, reasons, steps, errors, outputs and usage are
- * the same.
+ * on the durable loop (on `WorkflowEngine.layerMemory`, and on the embedded engine's SQLite file),
+ * some with a `transformContext` and a policy; all keep every invariant, and their transcripts,
+ * reasons, steps, errors, outputs and usage are the same.
  *
- * `PARITY_RUNS` raises the number of plans (default 2,000).
+ * `PARITY_RUNS` sets the number of plans on the memory engine (default 2,000), `PARITY_EMBEDDED_RUNS`
+ * on the embedded engine (default 1,000: each run there makes a database file of its own).
  */
 import { allow, deny } from "@agentloop/core"
 import type { AgentLoopOptions, AgentRunResult, Message } from "@agentloop/core"
@@ -14,8 +15,12 @@ import type { FaultPlan } from "@agentloop/testkit"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { durableEngine } from "./engine.ts"
+import type { Journal } from "./engine.ts"
 
-const RUNS = Number(process.env["PARITY_RUNS"] ?? 2_000)
+const RUNS: Record<Journal, number> = {
+  memory: Number(process.env["PARITY_RUNS"] ?? 2_000),
+  embedded: Number(process.env["PARITY_EMBEDDED_RUNS"] ?? 1_000)
+}
 
 /**
  * The options some plans also run with, the same on both engines: a `transformContext` that keeps
@@ -62,28 +67,34 @@ const outcomeOf = (result: AgentRunResult | undefined) =>
   })
 
 describe("the in-memory and the durable loop", () => {
-  it.effect(`give the same runs over ${RUNS} generated fault plans`, () =>
-    Effect.gen(function*() {
-      const engine = durableEngine()
-      const mismatches: Array<string> = []
-      let violations = 0
-      const only = process.env["PARITY_SEED"]
-      for (let i = 0; i < (only === undefined ? RUNS : 1); i++) {
-        const seed = only === undefined ? faultSeed(SEED, i) : Number(only)
-        const plan = withAbortStops(generateFaultPlan(seed, { output: true, subAgents: true }))
-        const memory = yield* runFaultPlan(plan, { options: moreOptions })
-        const durable = yield* runFaultPlan(plan, { engine, options: moreOptions })
-        violations += memory.violations.length + durable.violations.length
-        if (durable.violations.length > 0 && mismatches.length < 5) {
-          mismatches.push(`plan ${plan.seed}: durable violations ${durable.violations.join("; ")}`)
-        }
-        const a = outcomeOf(memory.result)
-        const b = outcomeOf(durable.result)
-        if (a !== b && mismatches.length < 5) {
-          mismatches.push(`plan ${plan.seed} (${JSON.stringify(plan)}):\n  memory  ${a}\n  durable ${b}`)
-        }
-      }
-      assert.deepStrictEqual(mismatches, [])
-      assert.strictEqual(violations, 0)
-    }), { timeout: 600_000 })
+  for (const journal of ["memory", "embedded"] as const) {
+    it.effect(
+      `give the same runs over ${RUNS[journal]} generated fault plans (durable on the ${journal} engine)`,
+      () =>
+        Effect.gen(function*() {
+          const engine = durableEngine({}, journal)
+          const mismatches: Array<string> = []
+          let violations = 0
+          const only = process.env["PARITY_SEED"]
+          for (let i = 0; i < (only === undefined ? RUNS[journal] : 1); i++) {
+            const seed = only === undefined ? faultSeed(SEED, i) : Number(only)
+            const plan = withAbortStops(generateFaultPlan(seed, { output: true, subAgents: true }))
+            const memory = yield* runFaultPlan(plan, { options: moreOptions })
+            const durable = yield* runFaultPlan(plan, { engine, options: moreOptions })
+            violations += memory.violations.length + durable.violations.length
+            if (durable.violations.length > 0 && mismatches.length < 5) {
+              mismatches.push(`plan ${plan.seed}: durable violations ${durable.violations.join("; ")}`)
+            }
+            const a = outcomeOf(memory.result)
+            const b = outcomeOf(durable.result)
+            if (a !== b && mismatches.length < 5) {
+              mismatches.push(`plan ${plan.seed} (${JSON.stringify(plan)}):\n  memory  ${a}\n  durable ${b}`)
+            }
+          }
+          assert.deepStrictEqual(mismatches, [])
+          assert.strictEqual(violations, 0)
+        }),
+      { timeout: 600_000 }
+    )
+  }
 })

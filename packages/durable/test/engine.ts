@@ -1,12 +1,12 @@
 /**
- * The durable loop as a `FaultEngine`: each run on a fresh `WorkflowEngine.layerMemory` and memory
- * store, with the run's model and executor on its runner and its events forwarded to the run's
- * sink. The options' `signal` becomes the durable abort (fired before the start: `abortRun`
- * first; fired later: at once, in this process, as `abortRun` does), its steering and follow-up
- * queues are forwarded to the store (`steer`, `followUp`), what is code (an effect `Schema` output,
- * a policy, `transformContext`) goes to the runner, and the result's output is decoded again with
- * its schema (`decodeOutput`: it crossed the journal as JSON). A run refused at its start answers as an in-memory run
- * with bad
+ * The durable loop as a `FaultEngine`: each run on a fresh journal (`WorkflowEngine.layerMemory` and
+ * the memory store, or the embedded engine on a SQLite file of its own), with the run's model and
+ * executor on its runner and its events forwarded to the run's sink. The options' `signal` becomes
+ * the durable abort (fired before the start: `abortRun` first; fired later: at once, in this
+ * process, as `abortRun` does), its steering and follow-up queues are forwarded to the store
+ * (`steer`, `followUp`), what is code (an effect `Schema` output, a policy, `transformContext`) goes
+ * to the runner, and the result's output is decoded again with its schema (`decodeOutput`: it
+ * crossed the journal as JSON). A run refused at its start answers as an in-memory run with bad
  * input ends: `error`, no steps, an empty transcript.
  */
 import { EventSink, Executor, Model } from "@agentloop/core"
@@ -14,11 +14,15 @@ import type { AgentLoopOptions, AgentRunResult, Message, UserMessage } from "@ag
 import type { FaultEngine } from "@agentloop/testkit"
 import { Context, Effect, Exit, Layer, Queue } from "effect"
 import { WorkflowEngine } from "effect/workflow"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import {
   abortRun,
   decodeOutput,
   DurableEventSink,
   durableRunnerLayer,
+  embeddedEngineLayer,
   followUp,
   memoryStoreLayer,
   runDurable,
@@ -29,7 +33,22 @@ import { abortLocally } from "../src/internal/aborts.ts"
 
 let runs = 0
 
-export const durableEngine = (config: DurableRunnerConfig = {}): FaultEngine => ({
+/**
+ * Where the durable runs are kept: effect's in-memory engine and store, or the embedded engine on
+ * a SQLite file of the run's own (removed after it).
+ */
+export type Journal = "memory" | "embedded"
+
+const journalLayer = (journal: Journal) =>
+  journal === "memory" ?
+    Layer.merge(WorkflowEngine.layerMemory, memoryStoreLayer) :
+    Layer.unwrap(Effect.gen(function*() {
+      const dir = mkdtempSync(join(tmpdir(), "agentloop-durable-engine-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => rmSync(dir, { recursive: true, force: true })))
+      return Layer.orDie(embeddedEngineLayer({ filename: join(dir, "runs.db") }))
+    }))
+
+export const durableEngine = (config: DurableRunnerConfig = {}, journal: Journal = "memory"): FaultEngine => ({
   run: (options: AgentLoopOptions, layers: Layer.Layer<Model | Executor | EventSink>) =>
     Effect.scoped(Effect.gen(function*() {
       const runId = `parity-${++runs}`
@@ -55,8 +74,7 @@ export const durableEngine = (config: DurableRunnerConfig = {}): FaultEngine => 
         ...(policy === undefined ? {} : { policy }),
         ...(transformContext === undefined ? {} : { transformContext })
       }).pipe(
-        Layer.provideMerge(WorkflowEngine.layerMemory),
-        Layer.provideMerge(memoryStoreLayer),
+        Layer.provideMerge(journalLayer(journal)),
         Layer.provide(Layer.mergeAll(
           Layer.succeed(Model, Context.get(base, Model)),
           Layer.succeed(Executor, Context.get(base, Executor)),
