@@ -20,8 +20,20 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- effect's WorkflowEngine service is generic in
    every workflow's schemas; this engine serves any workflow, so the service is built untyped and
    checked by the engine test suites */
-import { Cause, Clock, Context, Duration, Effect, Exit, FiberMap, Layer, Option, Schema } from "effect"
-import type { Scope } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Duration,
+  Effect,
+  Exit,
+  FiberMap,
+  Layer,
+  Option,
+  Schema,
+  Scope,
+  Semaphore
+} from "effect"
 import { SqlClient } from "effect/sql"
 import { DurableDeferred, Workflow, WorkflowEngine } from "effect/workflow"
 
@@ -174,12 +186,48 @@ export const sqliteRunnerEngineLayer = (
     const sql = yield* SqlClient.SqlClient
     yield* Effect.orDie(createTables(sql))
     const rows = journal(sql)
-    const inner = Context.get(
-      yield* Layer.build(WorkflowEngine.layerMemory),
-      WorkflowEngine.WorkflowEngine
-    )
+    const scope = yield* Effect.scope
     const clocks = yield* FiberMap.make<string>()
-    const workflows = new Map<string, Workflow.Any>()
+    // the registered workflows, each with its body as the memory engines run it (see `register`)
+    const workflows = new Map<string, { readonly workflow: Workflow.Any; readonly execute: any }>()
+
+    // Each execution running in this process has a memory engine of its own, made when it starts and
+    // dropped once it completes (its result is in the file then): effect's memory engine keeps every
+    // execution, activity exit and deferred it saw for as long as it lives, so one engine for all of
+    // a runner's executions would hold every transcript it ever ran.
+    const running = new Map<string, { readonly engine: Engine; readonly scope: Scope.Closeable }>()
+    const making = yield* Semaphore.make(1)
+    const innerOf = (executionId: string): Effect.Effect<Engine> =>
+      Effect.suspend(() => {
+        const known = running.get(executionId)
+        if (known !== undefined) return Effect.succeed(known.engine)
+        return making.withPermits(1)(Effect.gen(function*() {
+          const again = running.get(executionId)
+          if (again !== undefined) return again.engine
+          const own = yield* Scope.fork(scope)
+          const inner = Context.get(
+            yield* Layer.buildWithScope(WorkflowEngine.layerMemory, own),
+            WorkflowEngine.WorkflowEngine
+          )
+          for (const { execute, workflow } of workflows.values()) {
+            yield* Scope.provide(
+              inner.register(workflow as any, execute) as Effect.Effect<void, never, Scope.Scope>,
+              own
+            )
+          }
+          running.set(executionId, { engine: inner, scope: own })
+          return inner
+        }))
+      })
+    /** The execution's memory engine, once its run has completed (it answers polls until then). */
+    const release = (workflow: Workflow.Any, executionId: string) =>
+      Effect.gen(function*() {
+        const entry = running.get(executionId)
+        if (entry === undefined) return
+        while (Option.isNone(yield* entry.engine.poll(workflow as any, executionId))) yield* Effect.yieldNow
+        running.delete(executionId)
+        yield* Scope.close(entry.scope, Exit.void)
+      })
     // what the runner has read of the rows other processes write
     let executionsSeen = 0
     let deferredsSeen = 0
@@ -212,7 +260,11 @@ export const sqliteRunnerEngineLayer = (
     const startStored = (workflow: Workflow.Any, executionId: string, payload: string) =>
       Effect.flatMap(
         decode(payloadCodec(workflow), payload),
-        (decoded) => inner.execute(workflow as any, { executionId, payload: decoded, discard: true })
+        (decoded) =>
+          Effect.flatMap(
+            innerOf(executionId),
+            (inner) => inner.execute(workflow as any, { executionId, payload: decoded, discard: true })
+          )
       )
 
     /** The rows other processes wrote since the last read: new executions to start, deferreds to wake. */
@@ -223,8 +275,8 @@ export const sqliteRunnerEngineLayer = (
       )
       for (const row of started) {
         executionsSeen = Math.max(executionsSeen, Number(row.seq))
-        const workflow = workflows.get(row.workflow)
-        if (workflow !== undefined) yield* startStored(workflow, row.id, row.payload)
+        const registered = workflows.get(row.workflow)
+        if (registered !== undefined) yield* startStored(registered.workflow, row.id, row.payload)
       }
       const done = yield* Effect.orDie(
         sql<{ seq: number; execution_id: string; name: string; workflow: string; exit: string }>`select seq,
@@ -232,7 +284,9 @@ export const sqliteRunnerEngineLayer = (
       )
       for (const row of done) {
         deferredsSeen = Math.max(deferredsSeen, Number(row.seq))
-        if (!workflows.has(row.workflow)) continue
+        const inner = running.get(row.execution_id)?.engine
+        // not running here: it completed, or its replay finds the deferred in the file
+        if (inner === undefined) continue
         // the memory engine takes the exit as its own deferredDone would have encoded it (values as
         // JSON), wakes the run, and its replay decodes it with the deferred's schema
         const exit = yield* decode(encodedDeferredExit, row.exit)
@@ -253,7 +307,10 @@ export const sqliteRunnerEngineLayer = (
     const engine: Engine = WorkflowEngine.WorkflowEngine.of({
       register: (workflow: any, execute: any) =>
         Effect.gen(function*() {
-          yield* inner.register(workflow, (payload: any, executionId: string) =>
+          // the services the workflow's layer was built with (its model, tools...): the memory
+          // engines it is registered on later are made where an execution starts
+          const services = yield* Effect.context<never>()
+          const body = (payload: any, executionId: string) =>
             Effect.flatMap(WorkflowEngine.WorkflowInstance, (instance) =>
               Effect.andThen(
                 // running again (woken): no longer suspended for other processes
@@ -262,6 +319,9 @@ export const sqliteRunnerEngineLayer = (
                 // the workflow's activities, deferreds and clocks go through this engine
                 Effect.provideService(execute(payload, executionId), WorkflowEngine.WorkflowEngine, engine)
               ).pipe(
+                Effect.updateContext((input: Context.Context<any>) =>
+                  Context.merge(services, input) as Context.Context<any>
+                ),
                 Effect.onExit((exit) => {
                   if (instance.suspended) {
                     return Effect.orDie(sql`update agentloop_wf_executions set suspended = 1 where id = ${executionId}`)
@@ -276,12 +336,19 @@ export const sqliteRunnerEngineLayer = (
                     encode(exitCodecOf(workflow), exit),
                     (json) =>
                       Effect.orDie(sql`update agentloop_wf_executions set result = ${json} where id = ${executionId}`)
-                  ).pipe(Effect.ensuring(Effect.sync(() =>
+                  ).pipe(Effect.ensuring(Effect.suspend(() => {
                     journals.delete(executionId)
-                  )))
+                    return Effect.forkIn(release(workflow, executionId), scope)
+                  })))
                 })
-              )))
-          workflows.set(workflow._tag, workflow)
+              ))
+          workflows.set(workflow._tag, { workflow, execute: body })
+          for (const entry of running.values()) {
+            yield* Scope.provide(
+              entry.engine.register(workflow, body) as Effect.Effect<void, never, Scope.Scope>,
+              entry.scope
+            )
+          }
           // the executions a process left unfinished replay from their journal
           const unfinished = yield* Effect.orDie(
             sql<{ id: string; payload: string }>`select id, payload from agentloop_wf_executions
@@ -294,19 +361,22 @@ export const sqliteRunnerEngineLayer = (
           const stored = yield* rows.result(workflow, opts.executionId)
           if (Option.isSome(stored)) return opts.discard === true ? opts.executionId : yield* stored.value
           yield* Effect.orDie(rows.start(workflow, opts.executionId, opts.payload))
-          return yield* inner.execute(workflow, opts)
+          return yield* (yield* innerOf(opts.executionId)).execute(workflow, opts)
         }) as any,
       poll: (workflow: any, executionId: string) =>
         Effect.flatMap(
-          inner.poll(workflow, executionId),
+          Effect.suspend(() => running.get(executionId)?.engine.poll(workflow, executionId) ?? Effect.succeedNone),
           (polled): Effect.Effect<Option.Option<any>> =>
             Option.isSome(polled) ?
               Effect.succeed(polled) :
               Effect.map(rows.result(workflow, executionId), Option.map((exit) => new Workflow.Complete({ exit })))
         ) as any,
-      interrupt: inner.interrupt,
-      interruptUnsafe: inner.interruptUnsafe,
-      resume: inner.resume,
+      interrupt: (workflow: any, executionId: string) =>
+        Effect.suspend(() => running.get(executionId)?.engine.interrupt(workflow, executionId) ?? Effect.void),
+      interruptUnsafe: (workflow: any, executionId: string) =>
+        Effect.suspend(() => running.get(executionId)?.engine.interruptUnsafe(workflow, executionId) ?? Effect.void),
+      resume: (workflow: any, executionId: string) =>
+        Effect.suspend(() => running.get(executionId)?.engine.resume(workflow, executionId) ?? Effect.void),
       activityExecute: (activity: any, attempt: number) =>
         Effect.gen(function*() {
           const instance = yield* WorkflowEngine.WorkflowInstance
@@ -316,7 +386,7 @@ export const sqliteRunnerEngineLayer = (
           if (journaled !== undefined) {
             return new Workflow.Complete({ exit: yield* decode(exitCodecOf(activity), journaled) })
           }
-          const result = yield* inner.activityExecute(activity, attempt)
+          const result = yield* (yield* innerOf(instance.executionId)).activityExecute(activity, attempt)
           if (result._tag === "Complete") {
             const json = yield* encode(exitCodecOf(activity), result.exit)
             yield* Effect.orDie(
@@ -329,9 +399,9 @@ export const sqliteRunnerEngineLayer = (
         }) as any,
       deferredResult: (deferred: any) =>
         Effect.gen(function*() {
-          const held = yield* inner.deferredResult(deferred)
-          if (Option.isSome(held)) return held
           const instance = yield* WorkflowEngine.WorkflowInstance
+          const held = yield* (yield* innerOf(instance.executionId)).deferredResult(deferred)
+          if (Option.isSome(held)) return held
           const found = yield* Effect.orDie(
             sql<{ exit: string }>`select exit from agentloop_wf_deferreds where execution_id = ${instance.executionId}
               and name = ${deferred.name}`
@@ -341,7 +411,9 @@ export const sqliteRunnerEngineLayer = (
       deferredDone: (deferred: any, opts: any) =>
         Effect.gen(function*() {
           yield* rows.deferredDone({ ...opts, json: yield* encodeDeferredExit(deferred, opts.exit) })
-          yield* inner.deferredDone(deferred, opts)
+          // a run of this process is woken; one that is not running here finds it in the file
+          const inner = running.get(opts.executionId)?.engine
+          if (inner !== undefined) yield* inner.deferredDone(deferred, opts)
         }) as any,
       scheduleClock: (workflow: any, opts: any) =>
         Effect.gen(function*() {
