@@ -41,6 +41,16 @@ const slowRunning = (log: string) => () => {
     lines<LogEntry>(log).some((e) => e.call === "c1" && e.phase === "end")
 }
 
+/** Every call and turn ran once, and the run ended `stop` with every invariant kept. */
+const ranOnceAndStopped = (s: ReturnType<typeof setup>) => {
+  const c = starts(s.log)
+  assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
+  assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
+  const { result, violations } = resultAndViolations(s.result, s.events)
+  assert.strictEqual(result.reason, "stop")
+  assert.deepStrictEqual(violations, [])
+}
+
 describe("embedded engine: kill -9 and start the same command again", () => {
   it.live(
     "during a tool batch: the finished call is not run again, the running ones are, with the same key",
@@ -130,12 +140,7 @@ describe("embedded engine: kill -9 and start the same command again", () => {
         yield* kill9(first)
         const second = spawnProc("runner-start", { ...s, approveAtStart: true })
         yield* awaitExit(second)
-        const c = starts(s.log)
-        assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
-        assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
-        const { result, violations } = resultAndViolations(s.result, s.events)
-        assert.strictEqual(result.reason, "stop")
-        assert.deepStrictEqual(violations, [])
+        ranOnceAndStopped(s)
       }),
     60_000
   )
@@ -156,12 +161,7 @@ describe("embedded engine: kill -9 and start the same command again", () => {
         yield* awaitExit(spawnProc("client", { ...s, ops: ["approve"] }))
         const second = spawnProc("runner-start", s)
         yield* awaitExit(second)
-        const c = starts(s.log)
-        assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
-        assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
-        const { result, violations } = resultAndViolations(s.result, s.events)
-        assert.strictEqual(result.reason, "stop")
-        assert.deepStrictEqual(violations, [])
+        ranOnceAndStopped(s)
       }),
     60_000
   )

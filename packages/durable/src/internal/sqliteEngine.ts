@@ -124,7 +124,13 @@ interface Options {
   readonly pollInterval: Duration.Duration
 }
 
-/** What both kinds of engine share: the file, and the reads and writes of its rows. */
+/** What both kinds of engine share: the file (its tables made when missing), and the reads and writes of its rows. */
+const openJournal = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* Effect.orDie(createTables(sql))
+  return { sql, rows: journal(sql) }
+})
+
 const journal = (sql: SqlClient.SqlClient) => ({
   start: (workflow: Workflow.Any, executionId: string, payload: unknown) =>
     Effect.flatMap(
@@ -149,15 +155,13 @@ const journal = (sql: SqlClient.SqlClient) => ({
           Effect.succeed(Number(row.suspended) === 1 ? Option.some(new Workflow.Suspended({})) : Option.none())
       )
     ),
-  result: (workflow: Workflow.Any, executionId: string): Effect.Effect<Option.Option<Exit.Exit<any, any>>> =>
-    sql<{ result: string | null }>`select result from agentloop_wf_executions where id = ${executionId}`.pipe(
-      Effect.orDie,
-      Effect.flatMap((rows) =>
-        rows[0]?.result == null ?
-          Effect.succeedNone :
-          Effect.map(decode(exitCodecOf(workflow), rows[0].result), Option.some)
-      )
-    ),
+  /** An execution's result, once it completed. */
+  result(workflow: Workflow.Any, executionId: string): Effect.Effect<Option.Option<Exit.Exit<any, any>>> {
+    return Effect.map(
+      this.polled(workflow, executionId),
+      Option.flatMap((polled) => polled._tag === "Complete" ? Option.some(polled.exit) : Option.none())
+    )
+  },
   deferredDone: (options: {
     readonly workflowName: string
     readonly executionId: string
@@ -183,9 +187,7 @@ export const sqliteRunnerEngineLayer = (
   options: Options
 ): Layer.Layer<WorkflowEngine.WorkflowEngine, never, SqlClient.SqlClient> =>
   Layer.effect(WorkflowEngine.WorkflowEngine)(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* Effect.orDie(createTables(sql))
-    const rows = journal(sql)
+    const { rows, sql } = yield* openJournal
     const scope = yield* Effect.scope
     const clocks = yield* FiberMap.make<string>()
     // the registered workflows, each with its body as the memory engines run it (see `register`)
@@ -363,13 +365,10 @@ export const sqliteRunnerEngineLayer = (
           yield* Effect.orDie(rows.start(workflow, opts.executionId, opts.payload))
           return yield* (yield* innerOf(opts.executionId)).execute(workflow, opts)
         }) as any,
+      // a run of this process is where its memory engine says; any other is where the file says
       poll: (workflow: any, executionId: string) =>
-        Effect.flatMap(
-          Effect.suspend(() => running.get(executionId)?.engine.poll(workflow, executionId) ?? Effect.succeedNone),
-          (polled): Effect.Effect<Option.Option<any>> =>
-            Option.isSome(polled) ?
-              Effect.succeed(polled) :
-              Effect.map(rows.result(workflow, executionId), Option.map((exit) => new Workflow.Complete({ exit })))
+        Effect.suspend(() =>
+          running.get(executionId)?.engine.poll(workflow, executionId) ?? rows.polled(workflow, executionId)
         ) as any,
       interrupt: (workflow: any, executionId: string) =>
         Effect.suspend(() => running.get(executionId)?.engine.interrupt(workflow, executionId) ?? Effect.void),
@@ -451,9 +450,7 @@ export const sqliteClientEngineLayer = (
   options: Options
 ): Layer.Layer<WorkflowEngine.WorkflowEngine, never, SqlClient.SqlClient> =>
   Layer.effect(WorkflowEngine.WorkflowEngine)(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* Effect.orDie(createTables(sql))
-    const rows = journal(sql)
+    const { rows } = yield* openJournal
     const clientOnly = (what: string) =>
       Effect.die(new Error(`agentloop: a client-only engine cannot ${what}: the runner process does`))
     return WorkflowEngine.WorkflowEngine.of({
