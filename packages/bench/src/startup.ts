@@ -113,21 +113,25 @@ const rows: ReadonlyArray<Row> = [
   { name: "agentloop run: whole turn", args: runArgs }
 ]
 
-const results: Array<{ name: string; ms: number; rssMiB: number }> = []
-for (const row of rows) {
-  await once(row.args) // fills the compile cache
-  const samples: Array<number> = []
-  for (let i = 0; i < runs; i++) {
+// Rows take turns (each round runs every row once), so that a machine whose speed drifts during the
+// bench (another job starting, a CPU clocking down) moves every row alike and the ratios stay fair.
+for (const row of rows) await once(row.args) // fills the compile cache
+const samples = rows.map(() => [] as Array<number>)
+for (let i = 0; i < runs; i++) {
+  for (const [j, row] of rows.entries()) {
     const s = await once(row.args)
-    samples.push(row.toRequest === true ? s.firstRequestMs ?? Number.NaN : s.ms)
+    samples[j]!.push(row.toRequest === true ? s.firstRequestMs ?? Number.NaN : s.ms)
   }
-  const rssFile = join(rssFolder, "rss")
+}
+const rssFile = join(rssFolder, "rss")
+const results: Array<{ name: string; ms: number; rssMiB: number }> = []
+for (const [j, row] of rows.entries()) {
   const rss: Array<number> = []
   for (let i = 0; i < Math.min(runs, 5); i++) {
     await once(row.args, rssFile)
     rss.push(Number(readFileSync(rssFile, "utf8")) / 1024)
   }
-  results.push({ name: row.name, ms: median(samples), rssMiB: median(rss) })
+  results.push({ name: row.name, ms: median(samples[j]!), rssMiB: median(rss) })
 }
 await server.close()
 rmSync(workspace, { recursive: true, force: true })

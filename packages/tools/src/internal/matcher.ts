@@ -11,7 +11,7 @@
 import { ToolError } from "@agentloop/core"
 import { Deferred, Effect } from "effect"
 import type { Scope } from "effect"
-import { Worker } from "node:worker_threads"
+import type { Worker } from "node:worker_threads"
 
 /**
  * What a batch asks: the line numbers that match (`content`), whether a text matches (`files`), how
@@ -119,6 +119,8 @@ const failAll = (pending: Map<number, Pending>, error: ToolError): void => {
 }
 
 const spawn = (source: string, flags: string, pending: Map<number, Pending>): Worker => {
+  // loaded on the first grep, not with the tools: worker_threads costs every run's start-up about 1 ms
+  const { Worker } = process.getBuiltinModule("node:worker_threads")
   const worker = new Worker(workerSource, {
     eval: true,
     workerData: { source, flags },
