@@ -64,7 +64,13 @@ const firstLine = (error: unknown): string =>
 /** Sharp, or why it cannot be loaded; loaded once. */
 const loadLibrary = (): Promise<Sharp | string> => {
   library ??= import("sharp").then(
-    (module) => module.default,
+    (module) => {
+      // libvips' operation cache knows an input buffer by its address and length: a later read
+      // whose bytes land where an earlier one's were, at the same length, could be answered from
+      // the earlier image (a truncated file passing as whole). Each read decodes its own bytes.
+      module.default.cache(false)
+      return module.default
+    },
     (error: unknown) => `the image library (sharp) cannot be loaded here: ${firstLine(error)}`
   )
   return library
