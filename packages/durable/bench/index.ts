@@ -33,7 +33,7 @@ const CLUSTER_RUNS = quick ? 30 : 100
 const FAILOVERS = quick ? 1 : 2
 // A cluster run that has not ended by then is reported as not finished (these take seconds, the
 // join under load about 20 s). Short with BENCH_QUICK (CI runs it): a run stalled in a shard handoff
-// (seen once on 2026-12-03: runs on 3 released shards waited past 5 minutes) must not hold CI.
+// (seen on 2026-12-03: runs on 3 releasing shards waited the whole 10 minutes) must not hold CI.
 const CLUSTER_TIMEOUT_MS = quick ? 120_000 : 10 * 60_000
 
 const pg = postgres()
