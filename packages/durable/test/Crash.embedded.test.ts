@@ -12,6 +12,7 @@ import {
   awaitExit,
   kill9,
   lines,
+  ranOnceAndStopped,
   resultAndViolations,
   spawnProc,
   starts,
@@ -39,16 +40,6 @@ const slowRunning = (log: string) => () => {
   const s = starts(log)
   return s.call("c2") === 1 && s.call("c3") === 1 &&
     lines<LogEntry>(log).some((e) => e.call === "c1" && e.phase === "end")
-}
-
-/** Every call and turn ran once, and the run ended `stop` with every invariant kept. */
-const ranOnceAndStopped = (s: ReturnType<typeof setup>) => {
-  const c = starts(s.log)
-  assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
-  assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
-  const { result, violations } = resultAndViolations(s.result, s.events)
-  assert.strictEqual(result.reason, "stop")
-  assert.deepStrictEqual(violations, [])
 }
 
 describe("embedded engine: kill -9 and start the same command again", () => {

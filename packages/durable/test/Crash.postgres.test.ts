@@ -19,6 +19,7 @@ import {
   freePort,
   kill9,
   lines,
+  ranOnceAndStopped,
   resultAndViolations,
   spawnProc,
   starts,
@@ -161,12 +162,7 @@ describe("PostgreSQL: kill -9 the runner executing the run", () => {
         yield* kill9(ownerOf(s, runners))
         yield* approveFromAnotherProcess(s, all)
         yield* awaitExit(client)
-        const c = starts(s.log)
-        assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
-        assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
-        const { result, violations } = resultAndViolations(s.result, s.events)
-        assert.strictEqual(result.reason, "stop")
-        assert.deepStrictEqual(violations, [])
+        ranOnceAndStopped(s)
       }).pipe(Effect.scoped, oneAtATime.withPermits(1)),
     300_000
   )

@@ -4,6 +4,7 @@
  */
 import type { AgentRunResult, Message } from "@agentloop/core"
 import { Effect } from "effect"
+import assert from "node:assert/strict"
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync } from "node:fs"
@@ -103,6 +104,21 @@ export const resultAndViolations = (resultFile: string, eventsFile: string) => {
   const result = JSON.parse(readFileSync(resultFile, "utf8")) as AgentRunResult
   const events = lines<DurableEvent>(eventsFile)
   return { result, events, violations: violationsOf(input, result, events) }
+}
+
+/**
+ * The approval scenario's outcome: every call (c1, c2, c3, d1) and turn (0, 1, 2) ran once, and
+ * the run ended `stop` with every invariant kept.
+ */
+export const ranOnceAndStopped = (
+  files: { readonly log: string; readonly result: string; readonly events: string }
+) => {
+  const c = starts(files.log)
+  assert.deepStrictEqual([c.call("c1"), c.call("c2"), c.call("c3"), c.call("d1")], [1, 1, 1, 1])
+  assert.deepStrictEqual([c.turn(0), c.turn(1), c.turn(2)], [1, 1, 1])
+  const { result, violations } = resultAndViolations(files.result, files.events)
+  assert.strictEqual(result.reason, "stop")
+  assert.deepStrictEqual(violations, [])
 }
 
 export const toolEndedIn = (eventsFile: string, callId: string) =>
