@@ -32,8 +32,8 @@ const CONCURRENT = quick ? 30 : 100
 const CLUSTER_RUNS = quick ? 30 : 100
 const FAILOVERS = quick ? 1 : 2
 // A cluster run that has not ended by then is reported as not finished (these take seconds, the
-// join under load about 20 s). Short with BENCH_QUICK (CI runs it): a run stalled in a shard handoff
-// (seen on 2026-12-03: runs on 3 releasing shards waited the whole 10 minutes) must not hold CI.
+// join under load about 12 s). Short with BENCH_QUICK (CI runs it): a run stalled in a shard handoff
+// (before src/internal/handoff.ts, 3 of 8 joins under load stalled for good) must not hold CI.
 const CLUSTER_TIMEOUT_MS = quick ? 120_000 : 10 * 60_000
 
 const pg = postgres()
@@ -124,8 +124,8 @@ const program = Effect.gen(function*() {
         `did not finish in ${CLUSTER_TIMEOUT_MS / 1000} s`
     ])
   }
-  // a runner joining while runs are under way: the shards that move to it carry runs, and effect's
-  // handoff holds each such run until its entity termination timeout (see `balancedTimings`)
+  // a runner joining while runs are under way: the shards that move to it carry runs, which their
+  // old owner gives up to the new one (src/internal/handoff.ts)
   const join: Array<string> = []
   for (const joinUnderLoad of [false, true]) {
     const cluster = yield* runCluster({
@@ -148,7 +148,7 @@ const program = Effect.gen(function*() {
   rows.push([
     "30 concurrent runs of 2 calls of 2 s: 3 runners from the start; " +
     "the 3rd runner joining once a third of the first calls ended",
-    "PostgreSQL, `balancedTimings` (effect's `entityTerminationTimeout`, 15 s)",
+    "PostgreSQL, `balancedTimings`",
     join.join("; ")
   ])
   console.log(

@@ -332,8 +332,8 @@ const cpuMsOf = (pid: number | undefined): number => {
 /**
  * Whether these runners hold every shard between them, each some, and none is releasing one, per
  * the last shard counts each recorded. Until then a shard can be moving: its old owner releases it
- * only once the run on it drains, and that run's next activity goes to the shard's new owner, which
- * waits for the lock: effect's handoff holds both until its entity termination timeout (15 s).
+ * only once the run on it has ended, and a run waiting for an activity there is given up to the
+ * shard's next owner (src/internal/handoff.ts), which replays it once it holds the shard's lock.
  */
 const settled = (log: string, runners: ReadonlyArray<Proc>): boolean => {
   const last = new Map<number, { readonly held: number; readonly releasing: number }>()
@@ -383,8 +383,8 @@ export const runCluster = (options: ClusterOptions) =>
       for (let i = 0; i < count - (options.joinUnderLoad === true ? 1 : 0); i++) runners.push(yield* startRunner)
       // Each runner computes its shards from the runners it has seen, once a second: a runner that
       // has not seen the last one yet still holds shards that move to it, and a run started on such
-      // a shard stalls until effect's handoff times out (see `settled`). Throughput is measured
-      // once the assignments have settled; `joinUnderLoad` measures that stall on purpose.
+      // a shard waits for the handoff (see `settled`). Throughput is measured once the assignments
+      // have settled; `joinUnderLoad` measures a handoff under way on purpose.
       yield* waitUntil(
         "the runners' shard assignments to settle",
         () => settled(settings.log, runners),

@@ -31,6 +31,7 @@ import { WorkflowEngine } from "effect/workflow"
 import { existsSync } from "node:fs"
 import { DatabaseSync } from "node:sqlite"
 import { DurableStore, memoryStoreLayer, sqlStoreLayer } from "./DurableStore.ts"
+import { abandonRunsOnLostShards } from "./internal/handoff.ts"
 import { everyRunnerChecksHealth } from "./internal/health.ts"
 import { sqliteClientEngineLayer, sqliteRunnerEngineLayer } from "./internal/sqliteEngine.ts"
 import { runnerLockFileOf } from "./RunnerLock.ts"
@@ -292,7 +293,10 @@ export const postgresRunnerLayer = (options: {
     SqlMessageStorage.layer.pipe(Layer.provide(NodeCrypto.layerDigest)),
     Layer.orDie(SqlRunnerStorage.layer)
   ).pipe(Layer.provide(config))
-  return Layer.mergeAll(ClusterWorkflowEngine.layer, everyRunnerChecksHealth.pipe(Layer.provide(config))).pipe(
+  // the runs' activities are guarded against a shard handoff that would otherwise wait for them
+  // for good (see internal/handoff.ts)
+  const engine = abandonRunsOnLostShards.pipe(Layer.provide(ClusterWorkflowEngine.layer))
+  return Layer.mergeAll(engine, everyRunnerChecksHealth.pipe(Layer.provide(config))).pipe(
     Layer.provideMerge(NodeClusterSocket.layer({ storage: "byo", shardingConfig })),
     Layer.provideMerge(storage),
     Layer.provideMerge(sqlStoreLayer),
