@@ -72,10 +72,10 @@ export const fastTimings: ClusterTimings = {
  * must answer within its interval) timed out several times, the runner released its shards, and
  * 59 tool calls whose results were not journaled yet ran a second time; with these, none.
  *
- * A runner joining moves shards to it, and a run on a moved shard stalls until effect's
- * `entityTerminationTimeout` (left at its 15 s default here): the old runner keeps the shard until
- * the run drains, while the run's next step waits on the new runner for that shard. A smaller value
- * shortens the stall, but a call running longer than it on a moved shard runs again.
+ * A runner joining moves shards to it. A run on a moved shard that waits for one of its steps is
+ * given up by the old runner and replayed by the new one (no step runs again); a step still
+ * running when its shard moves has effect's `entityTerminationTimeout` (left at its 15 s default
+ * here) to end before the old runner stops waiting for it, and a call running longer runs again.
  *
  * @since 0.1.0
  * @category constants
