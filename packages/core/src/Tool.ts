@@ -194,7 +194,6 @@ const asToolError = (error: unknown): ToolError =>
   error instanceof ToolError ? error : new ToolError({ message: describeFailure(error) })
 
 interface PreparedTool {
-  readonly tool: AnyTool
   /** The problems of arguments that do not satisfy the JSON Schema the model sees, in words. */
   readonly check: (input: unknown) => ReadonlyArray<string> | undefined
   readonly decode: (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>
@@ -211,14 +210,21 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
   tools: Tools
 ): Effect.Effect<ExecutorShape, never, ToolServices<Tools[number]>> =>
   Effect.map(Effect.context<ToolServices<Tools[number]>>(), (context) => {
-    const byName = new Map<string, PreparedTool>()
+    const byName = new Map<string, AnyTool>()
     for (const tool of tools) {
       if (byName.has(tool.name)) throw new Error(`agentloop: two tools are named "${tool.name}"`)
-      byName.set(tool.name, {
-        tool,
-        check: argumentCheckOf(tool.definition.parameters),
-        decode: decoderOf(tool.parameters)
-      })
+      byName.set(tool.name, tool)
+    }
+    // a tool's argument check and decoder are compiled at its first call (and kept with its schema), not
+    // here: a run builds its executor before its first model request, and most runs call a few tools
+    const prepared = new Map<string, PreparedTool>()
+    const prepare = (tool: AnyTool): PreparedTool => {
+      let found = prepared.get(tool.name)
+      if (found === undefined) {
+        found = { check: argumentCheckOf(tool.definition.parameters), decode: decoderOf(tool.parameters) }
+        prepared.set(tool.name, found)
+      }
+      return found
     }
     const available = tools.length === 0 ? "(none)" : tools.map((t) => t.name).join(", ")
     // The tools' services are merged into the calling fiber's context for each call. A merge copies
@@ -240,8 +246,8 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
     return Executor.of({
       definitions: tools.map((t) => t.definition),
       execute: (call, toolContext) => {
-        const prepared = byName.get(call.name)
-        if (prepared === undefined) {
+        const tool = byName.get(call.name)
+        if (tool === undefined) {
           return Effect.succeed(
             errorResult(call, `Unknown tool "${call.name}". Available tools: ${available}.`, { unknownTool: true })
           )
@@ -259,7 +265,7 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
               // the tool's effect is made as the call runs (a throw is the call's defect)
               let out: Effect.Effect<ToolOutput, unknown, unknown>
               try {
-                out = prepared.tool.execute(decoded.value, toolContext)
+                out = tool.execute(decoded.value, toolContext)
               } catch (defect) {
                 return Effect.die(defect)
               }
@@ -282,7 +288,8 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
         // arguments are accepted exactly when they satisfy the JSON Schema the model was given;
         // the schema's own decoding then applies its transformations (and any check the JSON
         // Schema cannot express)
-        const problems = prepared.check(call.arguments)
+        const { check, decode } = prepare(tool)
+        const problems = check(call.arguments)
         if (problems !== undefined) {
           return Effect.succeed(errorResult(
             call,
@@ -291,7 +298,7 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
           ))
         }
         // a synchronous schema decodes to an `Exit` at once: no need to run it as an effect
-        const decoding = prepared.decode(call.arguments)
+        const decoding = decode(call.arguments)
         return Exit.isExit(decoding) ?
           run(decoding as Exit.Exit<unknown, Schema.SchemaError>) :
           Effect.flatMap(Effect.exit(decoding), run)
