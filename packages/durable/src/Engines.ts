@@ -34,6 +34,7 @@ import { DurableStore, memoryStoreLayer, sqlStoreLayer } from "./DurableStore.ts
 import { abandonRunsOnLostShards } from "./internal/handoff.ts"
 import { everyRunnerChecksHealth } from "./internal/health.ts"
 import { sqliteClientEngineLayer, sqliteRunnerEngineLayer } from "./internal/sqliteEngine.ts"
+import { reofferStaleClaims } from "./internal/staleClaims.ts"
 import { runnerLockFileOf } from "./RunnerLock.ts"
 import * as SqliteClient from "./SqliteClient.ts"
 
@@ -280,6 +281,12 @@ export const postgresRunnerLayer = (options: {
   readonly postgres: PostgresConfig
   readonly address: { readonly host: string; readonly port: number }
   readonly timings?: ClusterTimings | undefined
+  /**
+   * How long a request this runner claimed from storage and has not answered waits before it is
+   * offered to the runner again: 30 s by default (effect's own is 10 minutes; see
+   * internal/staleClaims.ts). A request still being processed is not run twice.
+   */
+  readonly staleClaimAfter?: Duration.Input | undefined
 }) => {
   const shardingConfig = {
     shardsPerGroup: postgresShardsPerGroup,
@@ -296,7 +303,9 @@ export const postgresRunnerLayer = (options: {
   // the runs' activities are guarded against a shard handoff that would otherwise wait for them
   // for good (see internal/handoff.ts)
   const engine = abandonRunsOnLostShards.pipe(Layer.provide(ClusterWorkflowEngine.layer))
-  return Layer.mergeAll(engine, everyRunnerChecksHealth.pipe(Layer.provide(config))).pipe(
+  // requests claimed and then dropped by effect's storage read are offered again (internal/staleClaims.ts)
+  const claims = reofferStaleClaims(options.staleClaimAfter)
+  return Layer.mergeAll(engine, everyRunnerChecksHealth.pipe(Layer.provide(config)), claims).pipe(
     Layer.provideMerge(NodeClusterSocket.layer({ storage: "byo", shardingConfig })),
     Layer.provideMerge(storage),
     Layer.provideMerge(sqlStoreLayer),

@@ -6,7 +6,10 @@
  * half with `runDurable` (an attached one), all at once on one runner; each asks for an approval
  * (a DurableDeferred) that another fiber answers through the client as soon as it is pending. The
  * test fails naming each run that did not end, and where it stopped: never asked, or asked and not
- * woken by its answer.
+ * woken by its answer. Under load, 1 of the 300 approvals' requests was sometimes claimed by the
+ * runner's storage read and dropped (2 of 55 tries on 2026-12-04), which effect would re-read only
+ * after ten minutes: the runner now offers such a request again after `staleClaimAfter` (30 s;
+ * internal/staleClaims.ts, StaleClaims.postgres.test.ts), well within this test's 3 minutes.
  *
  * Uses the PostgreSQL that AGENTLOOP_PG_* name, or starts a throwaway one (scripts/postgres.ts).
  */
