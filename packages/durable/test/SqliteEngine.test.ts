@@ -33,6 +33,24 @@ const greetLayer = (stamps: { count: number }) =>
     })
   )
 
+/**
+ * Waits, on the real event loop (not the test clock), until `query` counts a row in the file: for
+ * what another fiber writes after a real asynchronous step. Gives up after 60 s.
+ */
+const written = (filename: string, query: string) =>
+  Effect.promise(async () => {
+    const db = new DatabaseSync(filename, { readOnly: true })
+    try {
+      const deadline = Date.now() + 60_000
+      while (Number((db.prepare(query).get() as { n: number } | undefined)?.n ?? 0) === 0) {
+        if (Date.now() > deadline) throw new Error(`nothing was written for: ${query}`)
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    } finally {
+      db.close()
+    }
+  })
+
 /** Builds `layer` in a scope of its own, closed by the returned effect (a process that ends). */
 const open = <A, E>(layer: Layer.Layer<A, E>) =>
   Effect.gen(function*() {
@@ -86,6 +104,10 @@ describe("the embedded engine (effect/workflow on SQLite)", () => {
         Effect.provide(client.context),
         Effect.forkChild
       )
+      // the client writes the run once its execution id is hashed (Web Crypto: a real promise, which
+      // the test clock does not drive; on a busy machine it can settle after the runner's first read):
+      // the clock moves only once the run is in the file
+      yield* written(filename, "select count(*) as n from agentloop_wf_executions")
       // the runner reads what the client wrote every half second (its default)
       yield* TestClock.adjust("400 millis")
       assert.strictEqual(stamps.count, 0)
