@@ -29,7 +29,7 @@ import {
 import type { DurableEvent } from "../src/index.ts"
 import { awaitExit, freePort, kill9, lines, spawnProc, starts, tempDir, toolEndedIn, waitUntil } from "../test/crash.ts"
 import type { LogEntry, Proc } from "../test/crash.ts"
-import { violationsOf } from "../test/harness.ts"
+import { oneCallModel, violationsOf } from "../test/harness.ts"
 
 // -----------------------------------------------------------------------------
 // PostgreSQL
@@ -179,18 +179,6 @@ export const approvalLatency = (pg: Pg, samples: number) =>
       parameters: Schema.Struct({}),
       execute: () => Effect.sync(() => (started?.(), "passed"))
     })
-    const model = Layer.succeed(
-      Model,
-      Model.of({
-        stream: (request) =>
-          Stream.make({
-            type: "done" as const,
-            message: request.messages.some((m) => m.role === "toolResult") ?
-              assistant("stop", { text: "done" }) :
-              assistant("toolUse", { calls: [toolCall("gate-1", "gate", {})] })
-          })
-      })
-    )
     const runner = durableRunnerLayer({ policy: (call) => call.name === "gate" ? ask : allow }).pipe(
       Layer.provideMerge(
         postgresRunnerLayer({
@@ -199,7 +187,7 @@ export const approvalLatency = (pg: Pg, samples: number) =>
           timings: balancedTimings
         })
       ),
-      Layer.provide(Layer.merge(model, toolExecutorLayer([gate]) as Layer.Layer<Executor>))
+      Layer.provide(Layer.merge(oneCallModel("gate"), toolExecutorLayer([gate]) as Layer.Layer<Executor>))
     )
     const latencies = yield* Effect.scoped(Effect.gen(function*() {
       const onRunner = yield* Layer.build(runner)

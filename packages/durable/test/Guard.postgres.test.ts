@@ -13,11 +13,10 @@
  *
  * Uses the PostgreSQL that AGENTLOOP_PG_* name, or starts a throwaway one (scripts/postgres.ts).
  */
-import { allow, ask, defineTool, Model, toolExecutorLayer } from "@agentloop/core"
+import { allow, ask, defineTool, toolExecutorLayer } from "@agentloop/core"
 import type { AgentRunResult } from "@agentloop/core"
-import { assistant, toolCall } from "@agentloop/testkit"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { freshDatabase, postgres } from "../scripts/postgres.ts"
 import type { Postgres } from "../scripts/postgres.ts"
 import {
@@ -31,28 +30,13 @@ import {
   startRun
 } from "../src/index.ts"
 import { freePort } from "./crash.ts"
+import { oneCallModel } from "./harness.ts"
 
 let server: Postgres | undefined
 beforeAll(() => void (server = postgres()), 300_000)
 afterAll(() => server?.stop())
 
 const RUNS = 300
-
-/** The model: the first turn asks for one `gate` call, the next one ends the run. */
-const model = Layer.succeed(
-  Model,
-  Model.of({
-    stream: (request) => {
-      const answered = request.messages.some((m) => m.role === "toolResult")
-      return Stream.make({
-        type: "done" as const,
-        message: answered ?
-          assistant("stop", { text: "done" }) :
-          assistant("toolUse", { calls: [toolCall("gate-1", "gate", {})] })
-      })
-    }
-  })
-)
 
 describe("300 short executions on PostgreSQL (upstream stalls and lost wakes)", () => {
   it.live("every run, discarded or attached, asks once, is woken by its answer and ends", () =>
@@ -76,7 +60,7 @@ describe("300 short executions on PostgreSQL (upstream stalls and lost wakes)", 
           address: { host: "127.0.0.1", port: yield* freePort },
           timings: balancedTimings
         })),
-        Layer.provide(Layer.merge(model, toolExecutorLayer([gate])))
+        Layer.provide(Layer.merge(oneCallModel("gate"), toolExecutorLayer([gate])))
       )
       const ids = Array.from({ length: RUNS }, (_, i) => `${i % 2 === 0 ? "discarded" : "attached"}-${i}`)
       const asked = new Set<string>()

@@ -14,11 +14,10 @@
  *
  * Uses the PostgreSQL that AGENTLOOP_PG_* name, or starts a throwaway one (scripts/postgres.ts).
  */
-import { allow, ask, defineTool, Model, toolExecutorLayer } from "@agentloop/core"
+import { allow, ask, defineTool, toolExecutorLayer } from "@agentloop/core"
 import type { Message } from "@agentloop/core"
-import { assistant, toolCall } from "@agentloop/testkit"
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { Deferred, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { dropDatabase, freshDatabase, postgres, query } from "../scripts/postgres.ts"
 import type { Postgres } from "../scripts/postgres.ts"
 import {
@@ -32,6 +31,7 @@ import {
   startRun
 } from "../src/index.ts"
 import { freePort } from "./crash.ts"
+import { oneCallModel } from "./harness.ts"
 
 let server: Postgres | undefined
 beforeAll(() => void (server = postgres()), 300_000)
@@ -39,21 +39,6 @@ afterAll(() => server?.stop())
 
 /** The stale-claim delay in these tests (30 s in production). */
 const staleClaimAfter = Duration.seconds(2)
-
-/** The model: the first turn asks for one call of `tool`, the next one ends the run. */
-const oneCall = (tool: string) =>
-  Layer.succeed(
-    Model,
-    Model.of({
-      stream: (request) =>
-        Stream.make({
-          type: "done" as const,
-          message: request.messages.some((m) => m.role === "toolResult") ?
-            assistant("stop", { text: "done" }) :
-            assistant("toolUse", { calls: [toolCall(`${tool}-1`, tool, {})] })
-        })
-    })
-  )
 
 /** The transcript's roles, and each tool result's call and text: one result per call, in place. */
 const shape = (messages: ReadonlyArray<Message>) =>
@@ -79,7 +64,7 @@ const runner = (database: string, tools: Parameters<typeof toolExecutorLayer>[0]
           timings: balancedTimings,
           staleClaimAfter
         })),
-        Layer.provide(Layer.merge(oneCall(tool), toolExecutorLayer(tools)))
+        Layer.provide(Layer.merge(oneCallModel(tool), toolExecutorLayer(tools)))
       )
   )
 

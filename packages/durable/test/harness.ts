@@ -2,15 +2,34 @@
  * Test harness: a durable run on `WorkflowEngine.layerMemory` with the testkit's scripted model
  * and fake tools, every event recorded, and `checkInvariants` over the result.
  */
-import { toolExecutorLayer } from "@agentloop/core"
+import { Model, toolExecutorLayer } from "@agentloop/core"
 import type { AgentRunResult, AnyTool, Executor, LoopEvent, Message, ModelRequest } from "@agentloop/core"
-import { checkInvariants, makeScriptedModel } from "@agentloop/testkit"
+import { assistant, checkInvariants, makeScriptedModel, toolCall } from "@agentloop/testkit"
 import type { InvariantViolation, ScriptedModel, ScriptedTurn } from "@agentloop/testkit"
-import { Deferred, Effect, Exit, Layer } from "effect"
+import { Deferred, Effect, Exit, Layer, Stream } from "effect"
 import type { Scope } from "effect"
 import { WorkflowEngine } from "effect/workflow"
 import { DurableEventSink, durableRunnerLayer, latestEvents, memoryStoreLayer } from "../src/index.ts"
 import type { DurableEvent, DurableRunnerConfig, DurableStore } from "../src/index.ts"
+
+/**
+ * A model for runners in other processes and on PostgreSQL (where a scripted model's turn count
+ * would not survive a replay): until the transcript holds a tool result, it asks for one call of
+ * `tool` (id `<tool>-1`); then it answers "done".
+ */
+export const oneCallModel = (tool: string): Layer.Layer<Model> =>
+  Layer.succeed(
+    Model,
+    Model.of({
+      stream: (request) =>
+        Stream.make({
+          type: "done" as const,
+          message: request.messages.some((m) => m.role === "toolResult") ?
+            assistant("stop", { text: "done" }) :
+            assistant("toolUse", { calls: [toolCall(`${tool}-1`, tool, {})] })
+        })
+    })
+  )
 
 /**
  * Messages that crossed a serialization boundary (the payload, the journal) are equal but not
