@@ -154,16 +154,21 @@ const toResult = (call: ToolCall, output: ToolOutput): ToolResultMessage =>
 
 const issueMessage = (error: unknown): string => Schema.isSchemaError(error) ? error.message : String(error)
 
+/** The problems of arguments that do not satisfy the JSON Schema the model sees, in words. */
+type ArgumentCheck = (input: unknown) => ReadonlyArray<string> | undefined
+/** The tool's own decoding of its arguments. */
+type ArgumentDecoder = (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>
+
 /**
  * The argument decoder of each parameter schema, compiled once: an executor is typically built per
  * run (its layer is provided to each run), and compiling a decoder costs more than a short run.
  * Schemas are immutable, so a decoder never goes stale.
  */
-const decoders = new WeakMap<object, PreparedTool["decode"]>()
-const decoderOf = (schema: Schema.Decoder<unknown>): PreparedTool["decode"] => {
+const decoders = new WeakMap<object, ArgumentDecoder>()
+const decoderOf = (schema: Schema.Decoder<unknown>): ArgumentDecoder => {
   let decode = decoders.get(schema)
   if (decode === undefined) {
-    decode = Schema.decodeUnknownEffect(Schema.toCodecJson(schema)) as PreparedTool["decode"]
+    decode = Schema.decodeUnknownEffect(Schema.toCodecJson(schema)) as ArgumentDecoder
     decoders.set(schema, decode)
   }
   return decode
@@ -179,8 +184,8 @@ const holdsAll = (context: Context.Context<unknown>, services: Context.Context<u
 }
 
 /** The check of arguments against the JSON Schema the model sees, compiled once per schema. */
-const argumentChecks = new WeakMap<object, PreparedTool["check"]>()
-const argumentCheckOf = (parameters: JsonSchemaObject): PreparedTool["check"] => {
+const argumentChecks = new WeakMap<object, ArgumentCheck>()
+const argumentCheckOf = (parameters: JsonSchemaObject): ArgumentCheck => {
   let check = argumentChecks.get(parameters)
   if (check === undefined) {
     check = makeArgumentsCheck(parameters)
@@ -192,12 +197,6 @@ const argumentCheckOf = (parameters: JsonSchemaObject): PreparedTool["check"] =>
 /** A tool's typed failure as a `ToolError` (the `Executor` contract), keeping its message. */
 const asToolError = (error: unknown): ToolError =>
   error instanceof ToolError ? error : new ToolError({ message: describeFailure(error) })
-
-interface PreparedTool {
-  /** The problems of arguments that do not satisfy the JSON Schema the model sees, in words. */
-  readonly check: (input: unknown) => ReadonlyArray<string> | undefined
-  readonly decode: (input: unknown) => Effect.Effect<unknown, Schema.SchemaError>
-}
 
 /**
  * Builds an `Executor` from a list of tools, capturing the services they need. Tool names must be
@@ -214,17 +213,6 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
     for (const tool of tools) {
       if (byName.has(tool.name)) throw new Error(`agentloop: two tools are named "${tool.name}"`)
       byName.set(tool.name, tool)
-    }
-    // a tool's argument check and decoder are compiled at its first call (and kept with its schema), not
-    // here: a run builds its executor before its first model request, and most runs call a few tools
-    const prepared = new Map<string, PreparedTool>()
-    const prepare = (tool: AnyTool): PreparedTool => {
-      let found = prepared.get(tool.name)
-      if (found === undefined) {
-        found = { check: argumentCheckOf(tool.definition.parameters), decode: decoderOf(tool.parameters) }
-        prepared.set(tool.name, found)
-      }
-      return found
     }
     const available = tools.length === 0 ? "(none)" : tools.map((t) => t.name).join(", ")
     // The tools' services are merged into the calling fiber's context for each call. A merge copies
@@ -288,8 +276,9 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
         // arguments are accepted exactly when they satisfy the JSON Schema the model was given;
         // the schema's own decoding then applies its transformations (and any check the JSON
         // Schema cannot express)
-        const { check, decode } = prepare(tool)
-        const problems = check(call.arguments)
+        // (a tool's check and decoder are compiled at its first call, kept with its schema: a run builds
+        // its executor before its first model request, and most runs call few of their tools)
+        const problems = argumentCheckOf(tool.definition.parameters)(call.arguments)
         if (problems !== undefined) {
           return Effect.succeed(errorResult(
             call,
@@ -298,7 +287,7 @@ export const makeToolExecutor = <const Tools extends ReadonlyArray<AnyTool>>(
           ))
         }
         // a synchronous schema decodes to an `Exit` at once: no need to run it as an effect
-        const decoding = decode(call.arguments)
+        const decoding = decoderOf(tool.parameters)(call.arguments)
         return Exit.isExit(decoding) ?
           run(decoding as Exit.Exit<unknown, Schema.SchemaError>) :
           Effect.flatMap(Effect.exit(decoding), run)
