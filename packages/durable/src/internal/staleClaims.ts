@@ -72,7 +72,7 @@ export const reofferStaleClaims = (after: Duration.Input = staleClaimAfter) => {
     })
     yield* sweep.pipe(
       Effect.catchCause((cause) => Effect.logWarning("could not offer stale claims again", cause)),
-      Effect.repeat(Schedule.spaced(Duration.millis(Math.max(1, afterMillis / 3)))),
+      Effect.repeat(Schedule.spaced(Duration.millis(afterMillis / 3))),
       Effect.annotateLogs({ module: "@agentloop/durable/staleClaims" }),
       Effect.forkScoped
     )
