@@ -85,7 +85,7 @@ describe("the packed packages, installed in a fresh project", () => {
       })
     }
     cpSync(fixture, app, { recursive: true })
-    const dependencies: Record<string, string> = { effect: "4.1.0", "@effect/platform-node": "4.1.0" }
+    const dependencies: Record<string, string> = { effect: "4.1.5", "@effect/platform-node": "4.1.5" }
     for (const [name, { file }] of tarballs) dependencies[name] = `file:${file}`
     writeFileSync(
       join(app, "package.json"),
@@ -96,7 +96,7 @@ describe("the packed packages, installed in a fresh project", () => {
           type: "module",
           dependencies,
           devDependencies: {
-            "@effect/vitest": "4.0.5",
+            "@effect/vitest": "4.1.5",
             "@types/node": "^22.19.0",
             esbuild: "0.28.2",
             typescript: "6.0.3",
