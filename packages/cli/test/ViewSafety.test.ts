@@ -126,6 +126,7 @@ describe("agentloop view reads nothing outside the workspace", () => {
       const root = emptyWorkspace()
       writeFileSync(join(sessionsOf(root), "s.jsonl"), session)
       for (
+        // check-paths: outside on purpose (an attacker's session names)
         const name of ["../../etc/passwd", "/etc/passwd", "../../../../../../etc/shadow", "..", "../x", "/dev/zero"]
       ) {
         const error = yield* refused({ workspace: root, session: name })

@@ -1,5 +1,5 @@
 /**
- * Every recorded Anthropic Messages stream of the shared fixtures (`anthropic/*`), replayed by a
+ * Every Anthropic Messages stream recorded in `test/fixtures` (`anthropic/*`), replayed by a
  * loopback server through the whole loop, checked against `expected.json` and the fixtures'
  * README; tool turns are followed by the next request, which must replay the turn exactly
  * (thinking signatures, redacted thinking, tool ids).

@@ -17,7 +17,7 @@ import { chatProtocol, fastChunk } from "../src/internal/openAiWire.ts"
 import { makeCleaner } from "../src/internal/text.ts"
 import type { Step, WireProtocol } from "../src/internal/transport.ts"
 
-const fixtureRoot = new URL("../../../../shared/fixtures/providers/", import.meta.url)
+const fixtureRoot = new URL("./fixtures/", import.meta.url)
 
 /** The events of every recorded stream in `dir`, one list per file. */
 const recorded = (dir: string): ReadonlyArray<ReadonlyArray<Sse.Event>> =>

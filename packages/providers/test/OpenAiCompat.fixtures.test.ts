@@ -1,5 +1,5 @@
 /**
- * Every recorded Chat Completions stream of the shared fixtures (`openai-chat/*`,
+ * Every Chat Completions stream recorded in `test/fixtures` (`openai-chat/*`,
  * `openai-compat/*`), replayed by a loopback server through the whole loop, checked against
  * `expected.json` and the fixtures' README.
  */

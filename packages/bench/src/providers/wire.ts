@@ -1,6 +1,6 @@
 /**
  * Deterministic generators of large streamed responses in each provider's real wire format, with
- * the framing of the streams recorded from the real APIs (`shared/fixtures/providers`): OpenAI's
+ * the framing of the streams recorded from the real APIs (`packages/providers/test/fixtures`): OpenAI's
  * `chat.completion.chunk`s (id, created, model, system fingerprint, `obfuscation` padding, one
  * `data:` line per chunk, `[DONE]` at the end) and Anthropic's named events (`message_start`,
  * `content_block_*`, `ping`, `message_delta`, `message_stop`).

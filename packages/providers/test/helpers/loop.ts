@@ -1,6 +1,6 @@
 /**
  * Running the real loop against a provider layer, and reading the recorded provider fixtures
- * (`<repo>/../shared/fixtures/providers`).
+ * (`packages/providers/test/fixtures`).
  */
 import { runAgentLoop, toolExecutorLayer } from "@agentloop/core"
 import type {
@@ -19,7 +19,7 @@ import type { InvariantViolation } from "@agentloop/testkit"
 import { Effect, Layer } from "effect"
 import { readFileSync } from "node:fs"
 
-const fixtureRoot = new URL("../../../../../shared/fixtures/providers/", import.meta.url)
+const fixtureRoot = new URL("../fixtures/", import.meta.url)
 
 /** The recorded body of a fixture, e.g. `openai-chat/text-with-usage.sse`. */
 export const fixture = (name: string): string => readFileSync(new URL(name, fixtureRoot), "utf8")
