@@ -15,8 +15,8 @@
 import { Effect, Layer, Semaphore, Stream } from "effect"
 import { Reactivity } from "effect/reactivity"
 import { SqlClient, SqlConnection, SqlError, Statement } from "effect/sql"
-import { DatabaseSync } from "node:sqlite"
 import type { SQLInputValue, StatementSync } from "node:sqlite"
+import { DatabaseSync } from "./internal/nodeSqlite.ts"
 
 /**
  * @since 0.1.0
