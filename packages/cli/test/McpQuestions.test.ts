@@ -130,4 +130,63 @@ describe("an MCP server's questions in chat (in a pseudo-terminal)", () => {
       240_000
     )
   }
+
+  it("a required choice field (enum, oneOf) is answered by its name or its number; the choices are shown", async () => {
+    const ws = capableWorkspace()
+    const choose = {
+      message: "Pick a colour and a size",
+      requestedSchema: {
+        type: "object",
+        properties: {
+          colour: { type: "string", enum: ["red", "green", "blue"] },
+          size: { type: "string", oneOf: [{ const: "s", title: "Small" }, { const: "l", title: "Large" }] }
+        },
+        required: ["colour", "size"]
+      }
+    }
+    const server = await scriptServer([
+      { calls: [{ id: "m1", name: "capable__elicit", args: { params: choose } }] },
+      { text: "chosen" }
+    ])
+    try {
+      const cli = startCli(["chat", ...providerFlags(server)], { cwd: ws, env: testEnv(ws), pty: true })
+      let at = await answer(cli, "/help for commands", "choose")
+      await cli.waitFor("? MCP server capable asks: Pick a colour and a size", 90_000, at)
+      await cli.waitFor("size: one of 1. s (Small), 2. l (Large)", 90_000, at)
+      assert.include(cli.output().slice(at), "colour: one of 1. red, 2. green, 3. blue")
+      at = await answer(cli, "answer? [y]es (fill in)", "y", at)
+      // not a choice: asked again, saying what would do
+      at = await answer(cli, "colour (a name or number): ", "purple", at)
+      await cli.waitFor("colour: one of red, green, blue (its name or number)", 90_000, at)
+      at = await answer(cli, "colour (a name or number): ", "green", at)
+      at = await answer(cli, "size (a name or number): ", "2", at)
+      at = await afterRun(cli, "chosen", "/exit", at)
+      assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
+      const elicited = lastToolResult(server.bodies[1]!.body)
+      assert.include(elicited, "accept")
+      assert.include(elicited, String.raw`\"colour\":\"green\"`)
+      assert.include(elicited, String.raw`\"size\":\"l\"`)
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 })
+
+/** A workspace whose config starts the capable MCP server, its tools allowed. */
+const capableWorkspace = () => {
+  const ws = makeWorkspace()
+  mkdirSync(join(ws, ".agentloop"))
+  writeFileSync(
+    join(ws, ".agentloop", "config.json"),
+    JSON.stringify({
+      mcpServers: {
+        capable: {
+          command: process.execPath,
+          args: ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", capable]
+        }
+      },
+      permissions: { allow: ["capable__*"] }
+    })
+  )
+  return ws
+}

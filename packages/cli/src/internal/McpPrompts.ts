@@ -46,37 +46,73 @@ const clip = (text: string, max: number) => {
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat
 }
 
+/** The option of a choice `word` names: its value, its title (any case), or its number in the list. */
+const optionNamed = (field: ElicitationField, word: string) => {
+  const options = field.options ?? []
+  return options.find((o) => o.value === word) ??
+    options.find((o) => o.title.toLowerCase() === word.toLowerCase()) ??
+    options.find((_, i) => String(i + 1) === word)
+}
+
+/** The choices of a field as the answer may name them: `1. red, 2. green`, a title after its value. */
+const choicesOf = (field: ElicitationField) =>
+  (field.options ?? []).map((o, i) =>
+    `${i + 1}. ${clip(o.value, 40)}${o.title === o.value ? "" : ` (${clip(o.title, 40)})`}`
+  ).join(", ")
+
+/** What a field takes, as its line under the question shows it. */
+const describeField = (field: ElicitationField) =>
+  field.kind === "choice"
+    ? `one of ${choicesOf(field)}`
+    : field.kind === "choices"
+    ? `some of ${choicesOf(field)} (comma-separated)`
+    : field.kind
+
+/** How the prompt for a field asks for it. */
+const askFor = (field: ElicitationField) =>
+  `  ${field.name}${
+    field.kind === "choice"
+      ? " (a name or number)"
+      : field.kind === "choices"
+      ? " (names or numbers, comma-separated)"
+      : ""
+  }${field.default === undefined ? "" : " [Enter: default]"}: `
+
 /** A typed answer to one field, or why it is not one. */
-const valueOf = (field: ElicitationField, line: string): ElicitationValue | string => {
+const valueOf = (
+  field: ElicitationField,
+  line: string
+): { readonly value: ElicitationValue } | { readonly problem: string } => {
   const text = line.trim()
+  const values = () => (field.options ?? []).map((o) => clip(o.value, 40)).join(", ")
   switch (field.kind) {
     case "number":
     case "integer": {
       const n = Number(text)
       if (text.length === 0 || !Number.isFinite(n) || (field.kind === "integer" && !Number.isInteger(n))) {
-        return `${field.name}: a ${field.kind} please`
+        return { problem: `${field.name}: a ${field.kind} please` }
       }
-      return n
+      return { value: n }
     }
     case "boolean":
-      if (/^(y|yes|true)$/i.test(text)) return true
-      if (/^(n|no|false)$/i.test(text)) return false
-      return `${field.name}: y or n please`
+      if (/^(y|yes|true)$/i.test(text)) return { value: true }
+      if (/^(n|no|false)$/i.test(text)) return { value: false }
+      return { problem: `${field.name}: y or n please` }
     case "choice": {
-      const options = field.options ?? []
-      const picked = options.find((o, i) => o.value === text || String(i + 1) === text)
-      return picked === undefined ? `${field.name}: one of ${options.map((o) => o.value).join(", ")}` : picked.value
+      const picked = optionNamed(field, text)
+      return picked === undefined
+        ? { problem: `${field.name}: one of ${values()} (its name or number)` }
+        : { value: picked.value }
     }
     case "choices": {
-      const options = field.options ?? []
       const parts = text.split(",").map((p) => p.trim()).filter((p) => p.length > 0)
-      const values = parts.map((p) => options.find((o, i) => o.value === p || String(i + 1) === p)?.value)
-      return values.some((v) => v === undefined) ?
-        `${field.name}: some of ${options.map((o) => o.value).join(", ")} (comma-separated)` :
-        values as Array<string>
+      const picked = parts.map((p) => optionNamed(field, p)?.value)
+      return picked.some((v) => v === undefined) || (field.required && picked.length === 0)
+        ? { problem: `${field.name}: some of ${values()} (names or numbers, comma-separated)` }
+        : { value: picked as Array<string> }
     }
     default:
-      return text
+      return { value: text }
   }
 }
 
@@ -110,9 +146,8 @@ const elicitationAnswer = (ui: McpUi, request: ElicitationRequest): Effect.Effec
     yield* ui.print(`? MCP server ${stripControl(request.server)} asks: ${clip(request.message, 400)}`)
     for (const f of request.fields) {
       const default_ = f.default === undefined ? "" : ` (default ${clip(JSON.stringify(f.default), 60)})`
-      const options = f.options === undefined ? "" : `: ${f.options.map((o, i) => `${i + 1}. ${o.value}`).join(", ")}`
       yield* ui.print(
-        `    ${f.name}${f.required ? "" : " (optional)"}: ${f.kind}${default_}${options}${
+        `    ${f.name}${f.required ? "" : " (optional)"}: ${describeField(f)}${default_}${
           f.description === undefined ? "" : ` — ${clip(f.description, 100)}`
         }`
       )
@@ -128,15 +163,15 @@ const elicitationAnswer = (ui: McpUi, request: ElicitationRequest): Effect.Effec
     const content: Record<string, ElicitationValue> = {}
     for (const f of request.fields) {
       while (true) {
-        const line = yield* ask(`  ${f.name}${f.default === undefined ? "" : " [Enter: default]"}: `)
+        const line = yield* ask(askFor(f))
         if (line === undefined) return { action: "cancel" }
         if (line.trim().length === 0 && (f.default !== undefined || !f.required)) break
-        const value = valueOf(f, line)
-        if (typeof value === "string" && f.kind !== "string") {
-          yield* ui.print(`    ${value}`)
+        const answer = valueOf(f, line)
+        if ("problem" in answer) {
+          yield* ui.print(`    ${answer.problem}`)
           continue
         }
-        content[f.name] = value
+        content[f.name] = answer.value
         break
       }
     }
