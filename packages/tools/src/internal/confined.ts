@@ -86,6 +86,58 @@ export const messageOf = (error: unknown): string => {
   return error instanceof Error ? error.message.split("\n")[0]! : "unknown error"
 }
 
+/**
+ * agentloop's own folder in a workspace (sessions, checkpoints, kept output, durable runs, the
+ * project's configuration). The search tools leave it out by default; `keepOutOfGit` keeps it out of git.
+ */
+export const OWN_FOLDER = ".agentloop"
+
+/** The `.gitignore` `keepOutOfGit` writes in `OWN_FOLDER`: `*` ignores everything there, itself included. */
+export const OWN_FOLDER_GITIGNORE =
+  "# Written by agentloop: nothing in .agentloop is committed. Edit it to choose.\n*\n"
+
+/**
+ * Gives the opened `OWN_FOLDER` a `.gitignore` that ignores everything in it (as Python's venv does
+ * for its folder), unless something is there already: a user's own `.gitignore` (or a link, or
+ * anything else by that name) is never replaced. The file is written whole under a temporary name
+ * (`O_CREAT|O_EXCL|O_NOFOLLOW`) and then linked to `.gitignore`, which fails when the name is
+ * taken: two processes never both write it and no reader sees it half written. Every write into
+ * the folder through `Confined` (and the output store's folder) calls it, so an older project's
+ * folder gets one too. Best effort: a folder that cannot take it (read-only, no permission) is
+ * left as it is, for the write that follows to report.
+ */
+export const keepOutOfGit = (folder: Dir): void => {
+  try {
+    NodeFs.lstatSync(at(folder, ".gitignore"))
+    return // there already: ours, or the user's own
+  } catch (error) {
+    if (codeOf(error) !== "ENOENT") return
+  }
+  const temporary = temporaryName(".gitignore")
+  let fd: number
+  try {
+    fd = NodeFs.openSync(at(folder, temporary), flags.O_WRONLY | flags.O_CREAT | flags.O_EXCL | O_NOFOLLOW, 0o666)
+  } catch {
+    return
+  }
+  try {
+    try {
+      writeAll(fd, new TextEncoder().encode(OWN_FOLDER_GITIGNORE))
+    } finally {
+      NodeFs.closeSync(fd)
+    }
+    NodeFs.linkSync(at(folder, temporary), at(folder, ".gitignore"))
+  } catch {
+    // EEXIST: another process (or the user) put one there first, kept as it is
+  } finally {
+    try {
+      NodeFs.unlinkSync(at(folder, temporary))
+    } catch {
+      // already gone
+    }
+  }
+}
+
 /** Thrown by a final step when the name changed under it (e.g. swapped for a link): walk it again. */
 class Retry {
   readonly _tag = "Retry"
@@ -286,6 +338,8 @@ export class Confined {
             return this.fail(input, "Io", `${shown}: ${messageOf(error)}`)
           }
           stack.push({ fd, path: `${dir.path}/${name}` })
+          // a write that goes through the workspace's own folder keeps that folder out of git
+          if (options.createParents && stack.length === 2 && name === OWN_FOLDER) keepOutOfGit(top())
           continue
         }
         const stat = this.lstat(input, dir, name)
@@ -593,18 +647,38 @@ export class Confined {
     })
   }
 
-  /** Makes the directory `input` and its parents; fine if it exists. */
+  /** Makes the directory `input` and its parents; fine if it exists. `OWN_FOLDER` gets its `.gitignore`. */
   makeDirectory(input: string): void {
     this.walk(input, { createParents: true, followFinal: true }, (dir, name, lstat, shown) => {
-      if (name === null || lstat?.isDirectory() === true) return
-      if (lstat !== undefined) this.fail(input, "AlreadyExists", `${shown} exists and is not a directory`)
-      try {
-        NodeFs.mkdirSync(at(dir, name), 0o777)
-      } catch (error) {
-        if (codeOf(error) === "EEXIST") throw new Retry()
-        this.fail(input, "Io", `${shown}: ${messageOf(error)}`)
+      if (name === null) return
+      if (lstat !== undefined && !lstat.isDirectory()) {
+        this.fail(input, "AlreadyExists", `${shown} exists and is not a directory`)
       }
+      if (lstat === undefined) {
+        try {
+          NodeFs.mkdirSync(at(dir, name), 0o777)
+        } catch (error) {
+          if (codeOf(error) === "EEXIST") throw new Retry()
+          this.fail(input, "Io", `${shown}: ${messageOf(error)}`)
+        }
+      }
+      if (name === OWN_FOLDER && dir.path === this.root) this.keepOwnFolderOutOfGit(dir)
     })
+  }
+
+  /** `keepOutOfGit` on `OWN_FOLDER` in the opened root `root`, opened without following a link. */
+  private keepOwnFolderOutOfGit(root: Dir): void {
+    let fd: number
+    try {
+      fd = NodeFs.openSync(at(root, OWN_FOLDER), flags.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK)
+    } catch {
+      return // swapped for a link or removed since: not ours to mark
+    }
+    try {
+      keepOutOfGit({ fd, path: `${root.path}/${OWN_FOLDER}` })
+    } finally {
+      NodeFs.closeSync(fd)
+    }
   }
 
   /** Whether `input` exists (a dangling link inside the workspace does not). */

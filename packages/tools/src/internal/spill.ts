@@ -7,6 +7,7 @@
  * each relative to the one before (through `/proc/self/fd/N/name` on Linux, as in `confined.ts`)
  * with `O_NOFOLLOW`: a link planted at any of them (even one that stays inside the workspace) is
  * refused, and a process that swaps one for a link after it was opened cannot redirect a write.
+ * `.agentloop` gets its `.gitignore` (`keepOutOfGit`) as every write into it does.
  * `output` must belong to this process's user and be writable by nobody else; the store's folder
  * is made with `mkdir` (it fails if the name is taken) and mode 0700, its files 0600.
  *
@@ -17,14 +18,14 @@
  */
 import { randomBytes } from "node:crypto"
 import * as NodeFs from "node:fs"
-import { descriptorPaths } from "./confined.ts"
+import { descriptorPaths, keepOutOfGit, OWN_FOLDER } from "./confined.ts"
 
 const flags = NodeFs.constants
 const O_NOFOLLOW = flags.O_NOFOLLOW ?? 0
 const O_DIRECTORY = flags.O_DIRECTORY ?? 0
 
 /** Where the stores' folders are, relative to the workspace root. */
-export const SPILL_FOLDER = ".agentloop/output"
+export const SPILL_FOLDER = `${OWN_FOLDER}/output`
 
 /** A store folder's name: the pid of the process that made it and 8 random hex digits. */
 const ownName = /^(\d+)-[0-9a-f]{8}$/
@@ -178,8 +179,9 @@ export class SpillFolder {
     }
     const opened: Array<number> = [rootFd]
     try {
-      const agentloop = openFolder({ fd: rootFd, path: root }, ".agentloop", ".agentloop", 0o777)
+      const agentloop = openFolder({ fd: rootFd, path: root }, OWN_FOLDER, OWN_FOLDER, 0o777)
       opened.push(agentloop.fd)
+      keepOutOfGit(agentloop)
       const output = openFolder(agentloop, "output", SPILL_FOLDER, 0o700)
       opened.push(output.fd)
       const stat = NodeFs.fstatSync(output.fd)
