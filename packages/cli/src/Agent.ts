@@ -261,7 +261,9 @@ const makeAgent = (
     })
     yield* useScreen(screen)
     // (the controller shows no notice once the output is gone)
-    const controller = yield* installController((text) => screen.write(`${style.yellow(text)}\n`))
+    // (through the renderer once there is one: it ends a streaming answer's line first)
+    let notice = (text: string) => screen.write(`${style.yellow(text)}\n`)
+    const controller = yield* installController((text) => notice(text))
     // the controller decides when the output is gone; nothing is written after that
     outputClosed = controller.outputClosed
     const out = options.quiet === true ? () => {} : screen.write
@@ -317,6 +319,9 @@ const makeAgent = (
         expandHint: options.chat === true ? "/last shows all" : undefined,
         contextWindow
       })
+    if (options.json !== true && options.quiet !== true) {
+      notice = (text) => Effect.runSync(renderer.line(style.yellow(text)))
+    }
     const report = (message: string) => err(`${errStyle.red(`agentloop: ${stripControl(message.split("\n")[0]!)}`)}\n`)
     // the prompt history of this project, for chat on a terminal
     const history = options.chat === true && process.stdin.isTTY === true
@@ -504,11 +509,12 @@ const makeAgent = (
         const run = engine.run(
           steering === undefined ? request : { ...request, inbox: steering.inbox },
           (event) => {
-            steering?.seen(event)
+            // (shown as typed: steering that came too late for its turn is announced with the follow-ups)
+            const shown = steering?.seen(event) ?? event
             return Effect.andThen(
               session.record(messages)(event),
-              event.type !== "turn_start" ?
-                renderer.render(event) :
+              shown.type !== "turn_start" ?
+                renderer.render(shown) :
                 options.json === true ?
                 Effect.sync(() => writeStdout(`${eventLine(event)}\n`)) :
                 Effect.void
@@ -661,7 +667,7 @@ const makeAgent = (
       }),
       showLast: Effect.gen(function*() {
         // (no colours: a pager may not show them)
-        const text = yield* lastOutput(root, session.history(), makeStyle(false))
+        const text = yield* lastOutput(root, session.history(), makeStyle(false), renderer.streamed)
         if (text === undefined) out(`${style.dim("no tool call yet")}\n`)
         else yield* input.page(text)
       })

@@ -50,7 +50,33 @@ export interface Renderer {
   readonly line: (text: string) => Effect.Effect<void>
   /** Runs `effect` with the status line cleared and not redrawn (e.g. while asking a question). */
   readonly hold: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /**
+   * The output a call of the last batch streamed while it ran (its `tool_progress` text, at most
+   * `STREAMED_MAX_CHARS`; `omitted` when more came, or the tool stopped sending it): for `/last`, of a call
+   * interrupted before its result could carry its output.
+   */
+  readonly streamed?: ((toolCallId: string) => Streamed | undefined) | undefined
 }
+
+/**
+ * What a call streamed while it ran (see `Renderer.streamed`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Streamed {
+  readonly text: string
+  readonly omitted: boolean
+}
+
+/**
+ * The most of a call's streamed output a renderer keeps for `/last`: 1 MiB of text (`bash` streams at most
+ * its first 100,000 characters anyway).
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const STREAMED_MAX_CHARS = 1024 * 1024
 
 /**
  * The context the last request filled: its input (cached or not) plus its answer, from the last
@@ -262,6 +288,8 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
     string,
     { call: ToolCall; started: number; last: string; printed: boolean; omitted: boolean }
   >()
+  // what each call of the last batch streamed (a batch's first call forgets the one before)
+  const streamed = new Map<string, { text: string; omitted: boolean }>()
   let streaming: "text" | "thinking" | undefined
   let frame = 0
   let held = 0
@@ -344,6 +372,8 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
           }
           case "tool_start": {
             waitingSince = undefined
+            if (running.size === 0) streamed.clear()
+            streamed.set(event.call.id, { text: "", omitted: false })
             running.set(event.call.id, { call: event.call, started: now, last: "", printed: false, omitted: false })
             println(style.yellow(`▶ ${describeCall(event.call)}`))
             drawStatus(now)
@@ -354,7 +384,14 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
             const p = event.progress as { text?: unknown; omitted?: unknown } | string
             if (typeof p === "object" && p?.omitted === true && entry !== undefined) entry.omitted = true
             const text = typeof p === "string" ? p : typeof p?.text === "string" ? p.text : undefined
+            const kept = streamed.get(event.toolCallId)
+            if (kept !== undefined && typeof p === "object" && p?.omitted === true) kept.omitted = true
             if (text === undefined) return
+            if (kept !== undefined && !kept.omitted) {
+              const room = STREAMED_MAX_CHARS - kept.text.length
+              kept.text += text.slice(0, room)
+              if (text.length > room) kept.omitted = true
+            }
             if (entry !== undefined) entry.last = oneLine(text.split("\n").filter((l) => l.trim()).pop() ?? "", 40)
             if (live) {
               drawStatus(now)
@@ -420,6 +457,7 @@ export const makeRenderer = Effect.fnUntraced(function*(options: RendererOptions
   return {
     render,
     line: (text: string) => Effect.sync(() => println(text)),
+    streamed: (toolCallId: string) => streamed.get(toolCallId),
     hold: <A, E, R>(effect: Effect.Effect<A, E, R>) =>
       Effect.acquireUseRelease(
         Effect.sync(() => {

@@ -257,4 +257,106 @@ describe("agentloop chat: output you can see (in a pseudo-terminal)", () => {
     },
     240_000
   )
+
+  it("Esc while an answer streams: the note starts on a line of its own, the answer's line stays whole", async ({
+    onTestFinished
+  }) => {
+    const start = starter(onTestFinished)
+    const ws = makeWorkspace()
+    // the rest of the answer never comes
+    const server = await scriptServer([{ text: "Half an answer", hold: new Promise(() => {}) }])
+    try {
+      const cli = start(["chat", "--yes", ...providerFlags(server)], {
+        cwd: ws,
+        env: testEnv(ws),
+        pty: true,
+        size: SIZE
+      })
+      await prompt(cli, "go")
+      await cli.waitForScreen((s) => s.all.includes("assistant Half an answer"))
+      cli.write(ESC)
+      const screen = await cli.waitForScreen((s) => s.all.some((r) => r.startsWith("■ run ended: aborted")))
+      const rows = screen.all.filter((r) => r.length > 0)
+      const answerAt = rows.indexOf("assistant Half an answer")
+      assert.isAtLeast(answerAt, 0, rows.join("\n"))
+      assert.strictEqual(rows[answerAt + 1], "esc: aborting the run", rows.join("\n"))
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+
+  it("/last after an interrupted bash shows what the command had printed, and the interruption once", async ({
+    onTestFinished
+  }) => {
+    const start = starter(onTestFinished)
+    const ws = makeWorkspace()
+    const sleep = uniqueSleep()
+    const command = `echo first line; echo second line; sleep ${sleep}`
+    const server = await scriptServer([{ calls: [{ id: "c1", name: "bash", args: { command } }] }])
+    try {
+      const cli = start(["chat", "--yes", ...providerFlags(server)], {
+        cwd: ws,
+        env: testEnv(ws),
+        pty: true,
+        size: SIZE
+      })
+      await prompt(cli, "run it")
+      // its last line is on the status line while it runs
+      await cli.waitForScreen((s) => s.all.some((r) => r.startsWith("⠋ bash") || r.includes("s second line")))
+      assert.isTrue(await eventually(() => processesWith(sleep).length > 0, 60_000), "the command started")
+      cli.write(ESC)
+      await cli.waitForScreen((s) => s.all.some((r) => r.startsWith("■ run ended: aborted")) && isAtPrompt(s))
+      await prompt(cli, "/last")
+      const screen = await cli.waitForScreen((s) => s.all.includes("> /last") && isAtPrompt(s))
+      const shown = screen.all.slice(screen.all.indexOf("> /last") + 1).filter((r) => r.length > 0 && r !== ">")
+      assert.match(shown[0]!, /^✗ bash echo first line; echo second line; sleep .* {2}Tool call was interrupted/)
+      assert.strictEqual(shown.filter((r) => r.includes("interrupted before it finished")).length, 1, shown.join("\n"))
+      assert.deepStrictEqual(shown.slice(-2), ["first line", "second line"], shown.join("\n"))
+      assert.include(shown, "  (what it printed before it was interrupted)", shown.join("\n"))
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
+
+  it("steering typed while a text answer streams joins after the answer and is shown as steering", async ({
+    onTestFinished
+  }) => {
+    const start = starter(onTestFinished)
+    const ws = makeWorkspace()
+    let release: () => void = () => {}
+    const answerHeld = new Promise<void>((resolve) => (release = resolve))
+    const server = await scriptServer([{ text: "An answer", hold: answerHeld }, { text: "steered." }])
+    try {
+      const cli = start(["chat", "--yes", ...providerFlags(server)], {
+        cwd: ws,
+        env: testEnv(ws),
+        pty: true,
+        size: SIZE
+      })
+      await prompt(cli, "question")
+      await cli.waitForScreen((s) => s.all.includes("assistant An answer"))
+      cli.write("also this\r")
+      await cli.waitForScreen((s) => s.all.includes("⇢ steering, at the next safe point: also this"))
+      release()
+      const screen = await cli.waitForScreen((s) => s.all.includes("assistant steered.") && isAtPrompt(s))
+      const rows = screen.all.filter((r) => r.length > 0)
+      const order = ["assistant An answer", "steering also this", "assistant steered."].map((r) => rows.indexOf(r))
+      assert.notInclude(order, -1, rows.join("\n"))
+      assert.deepStrictEqual(order, [...order].sort((a, b) => a - b), rows.join("\n"))
+      assert.isFalse(rows.some((r) => r.startsWith("follow-up")), rows.join("\n"))
+      // it joined after the answer, as the run went on
+      assert.deepStrictEqual(sent(server, 1).slice(-2).map((m) => [m.role, m.content]), [
+        ["assistant", "An answer"],
+        ["user", "also this"]
+      ])
+      cli.write("/exit\r")
+      assert.strictEqual((await cli.exitedWithin(60_000)).code, 0, cli.output())
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 })

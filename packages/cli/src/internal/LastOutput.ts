@@ -4,12 +4,15 @@
  * back whole from the file the tool kept it in: only a file of the tools' output folder, through
  * the workspace's confined layer (a session file may come from anywhere and name any path); when
  * that file is gone (it lives as long as the session that ran the call), what the model was sent,
- * saying so. Everything shown is sanitized.
+ * saying so. A call interrupted (or stopped at its time limit) before it could answer has no output in its
+ * result: what it had streamed meanwhile is shown, when the renderer still has it. The result's line says
+ * how the call ended; its text is not repeated under it. Everything shown is sanitized.
  */
 import type { Message, ToolCall, ToolResultMessage } from "@agentloop/core"
 import { OUTPUT_FOLDER, OUTPUT_KEEP_MAX_BYTES } from "@agentloop/tools"
 import { Effect } from "effect"
-import { resultLine } from "../Renderer.ts"
+import { describeResult, resultLine } from "../Renderer.ts"
+import type { Streamed } from "../Renderer.ts"
 import { stripControl } from "../Sanitize.ts"
 import type { Style } from "../Style.ts"
 import { wholeOutputOf } from "../ToolOutput.ts"
@@ -38,7 +41,9 @@ const isKeptOutput = (file: string): boolean => file.startsWith(`${OUTPUT_FOLDER
 export const lastOutput = (
   root: string,
   messages: ReadonlyArray<Message>,
-  style: Style
+  style: Style,
+  /** What a call of the last batch streamed while it ran (the renderer's `streamed`). */
+  streamed?: ((toolCallId: string) => Streamed | undefined) | undefined
 ): Effect.Effect<string | undefined> =>
   Effect.gen(function*() {
     const calls = lastCalls(messages)
@@ -60,10 +65,22 @@ export const lastOutput = (
         else {note =
             "its whole output is no longer kept (it lives as long as its session's process): what the model was sent"}
       }
+      // stopped before it answered (core's made-up result): what it had printed meanwhile
+      const d = (result.details ?? {}) as Record<string, unknown>
+      const stopped = d["interrupted"] === true || d["timedOut"] === true && d["exitCode"] === undefined
+      const printed = stopped ? streamed?.(call.id) : undefined
+      if (printed !== undefined && printed.text.length > 0) {
+        text = printed.text
+        note = `what it printed before it was ${d["interrupted"] === true ? "interrupted" : "stopped"}${
+          printed.omitted ? ", as far as it was shown" : ""
+        }`
+      }
       parts.push(resultLine(call, result, style))
       if (note !== undefined) parts.push(style.dim(`  (${note})`))
       const body = stripControl(text)
-      if (body.length > 0) parts.push(body.endsWith("\n") ? body.slice(0, -1) : body)
+      // (the result's line already says it all: a one-line error)
+      const said = body.trim() === describeResult(result)
+      if (body.length > 0 && !said) parts.push(body.endsWith("\n") ? body.slice(0, -1) : body)
     }
     return `${parts.join("\n")}\n`
   })

@@ -19,8 +19,12 @@ export interface Steering {
   readonly push: (kind: "steering" | "followUp", text: string, content: UserMessage["content"]) => Effect.Effect<void>
   /** A command typed meanwhile: it waits for the run to end. */
   readonly hold: (text: string) => void
-  /** An event of the run: a message it took stops waiting. */
-  readonly seen: (event: RunEvent) => void
+  /**
+   * An event of the run: a message it took stops waiting. Returns the event to show: a message typed as
+   * steering that came too late for the turn it was typed in (the loop announces it with the follow-ups,
+   * `kind: "followUp"`: it joins after the answer, and the run goes on) keeps its kind, `"steering"`.
+   */
+  readonly seen: (event: RunEvent) => RunEvent
   /**
    * After the run: the texts of the messages it did not take and of the commands, in the order typed
    * (the footer lets them go).
@@ -72,11 +76,12 @@ export const makeSteering = (screen: Screen, style: Style): Effect.Effect<Steeri
         show()
       },
       seen: (event) => {
-        if (event.type !== "user_message" || event.kind === "repair") return
+        if (event.type !== "user_message" || event.kind === "repair") return event
         const index = waiting.findIndex((w) => same(w.message, event.message))
-        if (index < 0) return
-        waiting.splice(index, 1)
+        if (index < 0) return event
+        const [taken] = waiting.splice(index, 1)
         show()
+        return taken!.kind === "steering" && event.kind !== "steering" ? { ...event, kind: "steering" } : event
       },
       leftovers: () => {
         const left = waiting.splice(0).map((w) => w.text)
