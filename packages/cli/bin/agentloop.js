@@ -7,8 +7,8 @@ const [major, minor] = process.versions.node.split(".").map(Number)
 if (major < 22 || (major === 22 && minor < 19)) {
   process.stderr.write(
     `agentloop: needs Node.js 22.19 or later; this is Node.js ${process.versions.node} (${process.execPath}).\n` +
-      "In a clone of the agentloop repository, `npm exec -- agentloop` runs it on the Node.js 22 that `npm ci` " +
-      "brings.\n"
+      "In a clone of the agentloop repository, `npm run link` installs an `agentloop` that runs on the Node.js 22 " +
+      "`npm ci` brings (or run `npm exec -- agentloop` there).\n"
   )
   process.exit(1)
 }
@@ -56,6 +56,16 @@ if (text !== undefined) process.stdout.write(text)
 else await start()
 
 async function start() {
+  // Every process agentloop starts (the tools', git, MCP servers, an editor) gets the environment the
+  // user typed the command in: without what `npm exec` added when it started this one (its bin
+  // folders first on PATH, which run the clone's Node.js as `node`, and its npm_* variables).
+  const { userEnvironment } = await import("./user-env.js")
+  const user = userEnvironment(process.env)
+  if (user !== process.env) {
+    for (const name of Object.keys(process.env)) if (!Object.hasOwn(user, name)) delete process.env[name]
+    Object.assign(process.env, user)
+  }
+
   // Durable runs use Node's built-in `node:sqlite`, which announces itself as experimental on stderr
   // when loaded, on every command: that one notice is dropped (every other warning is kept).
   const emitWarning = process.emitWarning
