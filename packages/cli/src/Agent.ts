@@ -13,7 +13,15 @@ import * as nodePath from "node:path"
 import { makeApprovalPolicy, makePermissions, modeSection, nextMode } from "./Approvals.ts"
 import type { Permissions } from "./Approvals.ts"
 import type { ApprovalRecord } from "./Approvals.ts"
-import { describeUndo, makeCheckpoints, promptLine, storedBytes, undoablePrompts, undoSession } from "./Checkpoints.ts"
+import {
+  describeUndo,
+  hadCalls,
+  makeCheckpoints,
+  promptLine,
+  storedBytes,
+  undoablePrompts,
+  undoSession
+} from "./Checkpoints.ts"
 import { CliError, reportCliError } from "./CliError.ts"
 import { knownContextWindow, makeCompactor } from "./Compaction.ts"
 import { resolveSettings, saveAllowRule } from "./Config.ts"
@@ -441,14 +449,15 @@ const makeAgent = (
         Clock.currentTimeMillis,
         (at) => session.append({ type: "mcp_request", at, ...r, ...(runNow === undefined ? {} : { runId: runNow }) })
       )
-    // what a run's calls will change is saved first, for /undo (Checkpoints.ts)
+    // what a run's calls will change is saved first, for /undo, and the session's start, for replay (Checkpoints.ts)
     const checkpoints = yield* makeCheckpoints({
       root,
       sessionId: () => session.log().id,
       run: session.runNumber,
       append: session.append,
       notice: (text) => renderer.line(style.yellow(text)),
-      stored: storedBytes(log.records)
+      stored: storedBytes(log.records),
+      replayStart: !hadCalls(log.records)
     })
 
     // the engine the flags pick, on the model in use and the tools

@@ -14,6 +14,9 @@
  *   back (up to now, when the process died during a call). Outside a git
  *   repository (and for MCP servers' tools) the record says the changes are not tracked, and the
  *   terminal says so too.
+ * - Any call, the session's first (with `replayStart`), in a git repository: the workspace's files as
+ *   a git tree the same way, before the call runs (a `start` checkpoint): where `agentloop replay`
+ *   starts, uncommitted and untracked files included. Undoing does not use it.
  *
  * Undoing (`/undo`, `/rewind`, `agentloop undo`) puts back, for every file a checkpoint of the
  * undone runs covers, the state of the earliest one, and appends an `undo` record naming the runs:
@@ -182,6 +185,13 @@ export interface CheckpointOptions {
   readonly stored?: number | undefined
   readonly fileLimit?: number | undefined
   readonly sessionLimit?: number | undefined
+  /**
+   * Save the workspace as the session's first call finds it, for `agentloop replay` (a `start`
+   * checkpoint): `true` for a session with no call yet, `false` for one that had calls (a resumed
+   * session: a tree taken now would not be its start). A session begun later in the same process
+   * (`/clear`) is saved whenever this is given. Not given: no `start` is saved.
+   */
+  readonly replayStart?: boolean | undefined
 }
 
 /**
@@ -214,6 +224,16 @@ export const storedBytes = (records: ReadonlyArray<SessionRecord>): number => {
 }
 
 /**
+ * Whether a session's records hold a call already (a `tool_start`, or a checkpoint): its first call
+ * is behind it, so its start for `agentloop replay` can no longer be saved (`replayStart`).
+ *
+ * @since 0.1.0
+ * @category checkpoints
+ */
+export const hadCalls = (records: ReadonlyArray<SessionRecord>): boolean =>
+  records.some((r) => r.type === "tool_start" || r.type === "checkpoint")
+
+/**
  * Makes the checkpointing of a session (see the module's description).
  *
  * @since 0.1.0
@@ -233,7 +253,9 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
       paths: new Set<string>(),
       /** Whether the run's bash calls are tracked (a git repository); undefined before its first. */
       bash: undefined as boolean | undefined,
-      others: new Set<string>()
+      others: new Set<string>(),
+      /** The session whose start is saved, or not to be saved (`replayStart`). */
+      started: options.replayStart === false ? options.sessionId() : undefined as string | undefined
     }
     const current = () => {
       const session = options.sessionId()
@@ -332,6 +354,30 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
         }
       }))
 
+    /**
+     * The session's start, on its first call (`replayStart`): the tree it found, or `undefined`
+     * (already saved, not asked for, or not a git repository).
+     */
+    const start = (call: { readonly id: string; readonly name: string }) =>
+      options.replayStart === undefined || state.started === options.sessionId() ?
+        Effect.succeed(undefined) :
+        lock.withPermits(1)(Effect.gen(function*() {
+          const { session, run } = current()
+          if (state.started === session) return undefined
+          state.started = session
+          const tree = yield* workspaceTree(root)
+          if (tree === undefined) return undefined
+          yield* options.append({
+            type: "checkpoint",
+            at: yield* Clock.currentTimeMillis,
+            run,
+            toolCallId: call.id,
+            tool: call.name,
+            start: tree
+          })
+          return tree
+        }))
+
     /** The tree after a bash call of a tracked run. */
     const afterBash = (call: { readonly id: string }) =>
       lock.withPermits(1)(Effect.gen(function*() {
@@ -356,11 +402,13 @@ export const makeCheckpoints = (options: CheckpointOptions): Effect.Effect<Check
         },
         execute: (call, context) => {
           const definition = executor.definitions.find((d) => d.name === call.name)
-          // read-only tools change nothing; an unknown tool is refused by the executor
-          if (definition === undefined || definition.readOnly === true) return executor.execute(call, context)
+          // an unknown tool is refused by the executor
+          if (definition === undefined) return executor.execute(call, context)
+          // read-only tools change nothing, but what they read is where a replay starts too
+          if (definition.readOnly === true) return Effect.andThen(start(call), executor.execute(call, context))
           const run = executor.execute(call, context)
           return Effect.andThen(
-            checkpoint(call),
+            Effect.andThen(start(call), checkpoint(call)),
             call.name === "bash" ? Effect.onExit(run, () => afterBash(call)) : run
           )
         }

@@ -303,6 +303,59 @@ describe("checkpoints of bash in a git repository", () => {
     }))
 })
 
+describe("the session's start, for agentloop replay", () => {
+  it.effect(
+    "its first call, a read-only one too, saves the workspace as a git tree (uncommitted and untracked files, " +
+      "not ignored ones); once a session; not for a resumed session that had calls; undoing ignores it",
+    () =>
+      Effect.gen(function*() {
+        const ws = makeWorkspace()
+        git(ws, "init", "-q")
+        git(ws, "config", "user.email", "t@example.com")
+        git(ws, "config", "user.name", "t")
+        writeFileSync(join(ws, ".gitignore"), "node_modules/\n.agentloop/\n")
+        writeFileSync(join(ws, "a.txt"), "committed\n")
+        git(ws, "add", ".")
+        git(ws, "commit", "-qm", "first")
+        writeFileSync(join(ws, "a.txt"), "uncommitted\n")
+        writeFileSync(join(ws, "b.txt"), "untracked\n")
+        mkdirSync(join(ws, "node_modules"))
+        writeFileSync(join(ws, "node_modules", "dep.js"), "ignored\n")
+        const session = { id: SESSION }
+        const h = yield* harness(ws, { sessionId: () => session.id, replayStart: true })
+        assert.strictEqual(yield* h.call("read", { path: "a.txt" }), "     1\tuncommitted")
+        yield* h.call("write", { path: "a.txt", content: "written\n" })
+        h.run.n = 2
+        yield* h.call("bash", { command: "echo more >> b.txt" })
+        const starts = () => h.records.filter((r) => r.start !== undefined)
+        assert.deepStrictEqual(starts().map((r) => [r.run, r.tool]), [[1, "read"]])
+        const tree = starts()[0]!.start!
+        assert.deepStrictEqual(git(ws, "ls-tree", "-r", "--name-only", tree).split("\n").filter(Boolean), [
+          ".gitignore",
+          "a.txt",
+          "b.txt"
+        ])
+        assert.strictEqual(git(ws, "cat-file", "blob", `${tree}:a.txt`), "uncommitted\n")
+        // undoing the session's runs puts back what they changed, not the start
+        writeFileSync(join(ws, "c.txt"), "the user's, after the runs\n")
+        const done = yield* h.restore()
+        assert.deepStrictEqual([done.restored, done.removed], [["a.txt", "b.txt"], []])
+        assert.strictEqual(read(ws, "c.txt"), "the user's, after the runs\n")
+        // a session begun later in the process (/clear) saves its own
+        session.id = "s2"
+        yield* h.call("read", { path: "b.txt" })
+        assert.deepStrictEqual(starts().map((r) => r.start === tree), [true, false])
+        // a resumed session that had calls saves none, nor does a checkpointing that was not asked to
+        for (const replayStart of [false, undefined]) {
+          const resumed = yield* harness(ws, { replayStart })
+          yield* resumed.call("read", { path: "a.txt" })
+          yield* resumed.call("bash", { command: "true" })
+          assert.deepStrictEqual(resumed.records.filter((r) => r.start !== undefined), [])
+        }
+      })
+  )
+})
+
 describe("checkpoints under attack: nothing is written outside the workspace", () => {
   it.effect("a link planted as .agentloop/checkpoints (or its session folder) leading out: nothing saved there", () =>
     Effect.gen(function*() {

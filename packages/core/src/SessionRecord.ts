@@ -331,6 +331,11 @@ export const CheckpointRecord = Schema.Struct({
   tree: Schema.optionalKey(Schema.String),
   /** For a `bash` call in a git repository: the workspace's tree when the call ended. */
   after: Schema.optionalKey(Schema.String),
+  /**
+   * In a git repository, on the session's first call: the workspace's tree as that call found it
+   * (before anything in the session changed a file), where `agentloop replay` starts. Undoing ignores it.
+   */
+  start: Schema.optionalKey(Schema.String),
   notTracked: Schema.optionalKey(Schema.String)
 })
 /**
