@@ -14,13 +14,14 @@
  *
  * @since 0.1.0
  */
-import { Duration as EffectDuration, Effect, Option, Schema } from "effect"
+import { Duration as EffectDuration, Effect, Option, Schema, SchemaAST, SchemaIssue } from "effect"
 import { existsSync, readFileSync } from "node:fs"
 import { homedir } from "node:os"
 import * as nodePath from "node:path"
 import { PROVIDER_NAMES, THINKING_LEVELS } from "./internal/Names.ts"
 import { PERMISSION_MODES, readRules, RuleError } from "./Permissions.ts"
 import type { PermissionMode, PermissionRules } from "./Permissions.ts"
+import { stripControl } from "./Sanitize.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
 
 /**
@@ -104,6 +105,14 @@ export class ConfigError extends Schema.TaggedError<ConfigError>()("ConfigError"
 }) {}
 
 /**
+ * The project's config file, relative to the workspace: where `a!` / `p!` answers save their rule.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const PROJECT_CONFIG = ".agentloop/config.json"
+
+/**
  * Where the config files are looked for: the project's, then the user's.
  *
  * @since 0.1.0
@@ -113,7 +122,7 @@ export const configFiles = (workspace: string, env: NodeJS.ProcessEnv): Readonly
   const xdg = env["XDG_CONFIG_HOME"]
   const home = env["HOME"] ?? homedir()
   const userFolder = xdg !== undefined && xdg.length > 0 ? xdg : nodePath.join(home, ".config")
-  return [nodePath.join(workspace, ".agentloop", "config.json"), nodePath.join(userFolder, "agentloop", "config.json")]
+  return [nodePath.join(workspace, PROJECT_CONFIG), nodePath.join(userFolder, "agentloop", "config.json")]
 }
 
 const decodeConfig = Schema.decodeUnknownEffect(ConfigFile)
@@ -136,9 +145,87 @@ export const readConfigFile = (file: string): Effect.Effect<ConfigFile | undefin
       catch: () => new ConfigError({ message: `${file} is not valid JSON` })
     })
     return yield* decodeConfig(json, { onExcessProperty: "error" }).pipe(
-      Effect.mapError((e) => new ConfigError({ message: `${file} is not a valid agentloop config: ${e.message}` }))
+      Effect.mapError((e) =>
+        new ConfigError({ message: `${file} is not a valid agentloop config: ${describeConfigIssue(e.issue)}` })
+      )
     )
   })
+
+const formatIssue = SchemaIssue.makeFormatterDefault()
+
+/** The first problem of an issue tree, with the path of fields leading to it. */
+const firstProblem = (
+  issue: SchemaIssue.Issue,
+  path: ReadonlyArray<PropertyKey> = []
+): { readonly path: ReadonlyArray<PropertyKey>; readonly issue: SchemaIssue.Issue } => {
+  switch (issue._tag) {
+    case "Pointer":
+      return firstProblem(issue.issue, [...path, ...issue.path])
+    case "Composite":
+      return firstProblem(issue.issues[0], path)
+    default:
+      return { path, issue }
+  }
+}
+
+/** The fields a config object at `path` may have (`timeouts` → firstByte, idle, request). */
+const fieldsAt = (path: ReadonlyArray<PropertyKey>): ReadonlyArray<string> => {
+  let ast: SchemaAST.AST | undefined = ConfigFile.ast
+  for (const key of path) {
+    ast = ast !== undefined && SchemaAST.isObjects(ast) ?
+      ast.propertySignatures.find((p) => p.name === key)?.type :
+      undefined
+  }
+  return ast !== undefined && SchemaAST.isObjects(ast) ? ast.propertySignatures.map((p) => String(p.name)) : []
+}
+
+/** How many single-character edits turn `a` into `b`. */
+const editDistance = (a: string, b: string): number => {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1)))
+    }
+    previous = row
+  }
+  return previous[b.length]!
+}
+
+/** The valid field nearest to a misspelt one, when it is close (a few letters apart, case aside). */
+const nearestField = (name: string, fields: ReadonlyArray<string>): string | undefined => {
+  let best: { readonly field: string; readonly distance: number } | undefined
+  for (const field of fields) {
+    const distance = editDistance(name.toLowerCase(), field.toLowerCase())
+    if (best === undefined || distance < best.distance) best = { field, distance }
+  }
+  return best !== undefined && best.distance <= Math.max(2, Math.floor(name.length / 3)) ? best.field : undefined
+}
+
+/**
+ * A config file's first problem in one line, naming the field: an unknown field with the valid one
+ * nearest to it (`unknown field "modle" (did you mean "model"?)`), or what a field's value should be.
+ */
+const describeConfigIssue = (issue: SchemaIssue.Issue): string => {
+  const found = firstProblem(issue)
+  const name = found.path.map(String).join(".")
+  if (found.issue._tag === "UnexpectedKey") {
+    const parent = found.path.slice(0, -1)
+    const fields = fieldsAt(parent)
+    const nearest = nearestField(String(found.path[found.path.length - 1] ?? ""), fields)
+    const prefix = parent.length === 0 ? "" : `${parent.map(String).join(".")}.`
+    // (no close name: the fields of a nested object are few enough to list; the top level's are in the README)
+    const hint = nearest !== undefined ?
+      ` (did you mean "${prefix}${nearest}"?)` :
+      parent.length > 0 && fields.length > 0 ?
+      ` (the fields of ${prefix.slice(0, -1)}: ${fields.join(", ")})` :
+      " (the README's Configuration section lists the fields)"
+    return `unknown field "${stripControl(name)}"${hint}`
+  }
+  // (the first line: the path is named here)
+  const what = formatIssue(found.issue).split("\n")[0]!
+  return name.length === 0 ? stripControl(what) : `the field "${stripControl(name)}": ${stripControl(what)}`
+}
 
 /**
  * What the flags of `run` / `chat` say (unset flags are `None`).
@@ -361,7 +448,7 @@ const rulesOf = (files: ReadonlyArray<ConfigFile>, found: ReadonlyArray<string>)
  */
 export const saveAllowRule = (workspace: string, rule: string): Effect.Effect<string, ConfigError> =>
   Effect.gen(function*() {
-    const relative = ".agentloop/config.json"
+    const relative = PROJECT_CONFIG
     const file = nodePath.join(workspace, relative)
     const existing = yield* readConfigFile(file)
     const raw = existing === undefined ? {} : (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>)

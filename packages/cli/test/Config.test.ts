@@ -53,15 +53,42 @@ describe("settings", () => {
       assert.deepStrictEqual(fromFlags.timeouts, { idle: "5 seconds" })
     }))
 
-  it.effect("a config file with a typo or a bad value is an error naming the file", () =>
+  it.effect("a config file with a typo or a bad value is an error naming the file, the field, the nearest name", () =>
     Effect.gen(function*() {
       const ws = makeWorkspace()
       mkdirSync(join(ws, ".agentloop"), { recursive: true })
       const file = join(ws, ".agentloop", "config.json")
       writeFileSync(file, JSON.stringify({ modle: "typo" }))
       const typo = yield* Effect.flip(resolveSettings(noFlags, ws, { XDG_CONFIG_HOME: join(ws, "none") }))
-      assert.include(typo.message, `${file} is not a valid agentloop config`)
-      assert.include(typo.message, "modle")
+      assert.strictEqual(
+        typo.message,
+        `${file} is not a valid agentloop config: unknown field "modle" (did you mean "model"?)`
+      )
+      const problem = (config: unknown) =>
+        Effect.gen(function*() {
+          writeFileSync(file, JSON.stringify(config))
+          const e = yield* Effect.flip(resolveSettings(noFlags, ws, { XDG_CONFIG_HOME: join(ws, "none") }))
+          return e.message.replace(`${file} is not a valid agentloop config: `, "")
+        })
+      // nested fields by their path, the nearest valid name when one is close, the choices when none is
+      assert.strictEqual(
+        yield* problem({ timeouts: { idel: 30 } }),
+        `unknown field "timeouts.idel" (did you mean "timeouts.idle"?)`
+      )
+      assert.strictEqual(
+        yield* problem({ permissions: { Allow: ["read"] } }),
+        `unknown field "permissions.Allow" (did you mean "permissions.allow"?)`
+      )
+      assert.strictEqual(
+        yield* problem({ timeouts: { total: 30 } }),
+        `unknown field "timeouts.total" (the fields of timeouts: firstByte, idle, request)`
+      )
+      assert.strictEqual(
+        yield* problem({ colour: "blue" }),
+        `unknown field "colour" (the README's Configuration section lists the fields)`
+      )
+      // a bad value: the field and what it should be, on one line
+      assert.strictEqual(yield* problem({ maxSteps: 0 }), `the field "maxSteps": Expected a value greater than 0`)
       writeFileSync(file, "{ not json")
       const json = yield* Effect.flip(resolveSettings(noFlags, ws, { XDG_CONFIG_HOME: join(ws, "none") }))
       assert.strictEqual(json.message, `${file} is not valid JSON`)
