@@ -8,6 +8,7 @@ import {
   anthropicLayer,
   knownModels,
   listModels,
+  modelInfo,
   OPENAI_BASE_URL,
   openAiCompatLayer
 } from "@agentloop/providers"
@@ -108,28 +109,99 @@ export const splitModelName = (
   }
 }
 
+/**
+ * The provider of a model the price table knows (`gpt-4.1`: openai-compat, `claude-sonnet-4-5`:
+ * anthropic); undefined for any other name. A suggestion for messages and `/model`'s list, never a
+ * choice made for the user.
+ */
+export const knownProviderOf = (model: string): "openai-compat" | "anthropic" | undefined => {
+  if (modelInfo(model).contextWindow === undefined) return undefined
+  return /^(?:[a-z0-9_.-]+\/)?claude-/i.test(model.trim()) ? "anthropic" : "openai-compat"
+}
+
+/** What the CLI says when no provider is set: the choices, and where to set one. */
+const noProviderMessage = (model: string): string => {
+  const where = "or set AGENTLOOP_PROVIDER or \"provider\" in .agentloop/config.json"
+  if (model.length === 0) {
+    return "no model configured: pass --provider openai-compat|anthropic and --model NAME, set AGENTLOOP_PROVIDER " +
+      "and AGENTLOOP_MODEL, or write .agentloop/config.json (see agentloop --help and the README)"
+  }
+  const shown = stripControl(model)
+  const known = knownProviderOf(model)
+  return known === undefined ?
+    `the model ${shown} needs a provider: add --provider openai-compat (OpenAI, Ollama, llama.cpp, vLLM, ` +
+    `LM Studio...) or --provider anthropic, ${where}` :
+    `the model ${shown} needs a provider: add --provider ${known} (${shown} is ${
+      known === "anthropic" ? "an Anthropic" : "an OpenAI"
+    } model; the choices are openai-compat and anthropic), ${where}`
+}
+
+/**
+ * The environment variable the CLI reads a provider's key from when no `apiKeyEnv` is set: the
+ * provider's own (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`), and only for the provider's own server
+ * (the host of its default API root), so that key never goes to another host.
+ */
+const defaultKeyVariable = (provider: "openai-compat" | "anthropic", baseUrl: URL): string | undefined =>
+  provider === "anthropic" ?
+    baseUrl.hostname === new URL(ANTHROPIC_BASE_URL).hostname ? "ANTHROPIC_API_KEY" : undefined :
+    baseUrl.hostname === new URL(OPENAI_BASE_URL).hostname
+    ? "OPENAI_API_KEY"
+    : undefined
+
+/** The API root to use, checked in the CLI's words (`--base-url`, the config's `baseUrl`). */
+const baseUrlOf = (settings: Settings, provider: "openai-compat" | "anthropic"): Effect.Effect<URL, CliError> =>
+  Effect.suspend(() => {
+    const given = settings.baseUrl ?? (provider === "anthropic" ? ANTHROPIC_BASE_URL : OPENAI_BASE_URL)
+    let url: URL | undefined
+    try {
+      url = new URL(given)
+    } catch {
+      url = undefined
+    }
+    if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+      return Effect.fail(
+        new CliError(
+          `the API root (--base-url, baseUrl) must be an http:// or https:// URL, got "${stripControl(given)}"`
+        )
+      )
+    }
+    if (url.username !== "" || url.password !== "") {
+      // (the URL is not repeated: it holds a secret)
+      return Effect.fail(
+        new CliError(
+          "the API root (--base-url, baseUrl) must not contain credentials: put the API key in an environment " +
+            "variable and name it with --api-key-env (apiKeyEnv in .agentloop/config.json)"
+        )
+      )
+    }
+    return Effect.succeed(url)
+  })
+
 /** Builds the model the settings ask for. */
 export const modelOf = (settings: Settings, model: string, thinking: Thinking = settings.thinking ?? "off") =>
   Effect.gen(function*() {
     const provider = settings.provider
-    if (provider === undefined) {
-      return yield* Effect.fail(
-        new CliError(
-          "no model configured: pass --provider openai-compat|anthropic and --model NAME, set AGENTLOOP_PROVIDER and " +
-            "AGENTLOOP_MODEL, or write .agentloop/config.json (see agentloop --help and the README)"
-        )
-      )
-    }
+    if (provider === undefined) return yield* Effect.fail(new CliError(noProviderMessage(model)))
     if (provider === "scripted") {
       return yield* Effect.fail(
         new CliError("the scripted model only plays the demo (agentloop demo); choose openai-compat or anthropic")
       )
     }
+    const baseUrl = yield* baseUrlOf(settings, provider)
+    // the key: from the variable apiKeyEnv names, else from the provider's own one for its own server
+    const keyVariable = settings.apiKeyEnv ?? defaultKeyVariable(provider, baseUrl)
     let apiKey: string | undefined
-    if (settings.apiKeyEnv !== undefined) {
-      apiKey = process.env[settings.apiKeyEnv]
+    if (keyVariable !== undefined) {
+      apiKey = process.env[keyVariable]
       if (apiKey === undefined || apiKey.length === 0) {
-        return yield* Effect.fail(new CliError(`the environment variable ${settings.apiKeyEnv} (apiKeyEnv) is not set`))
+        return yield* Effect.fail(
+          new CliError(
+            settings.apiKeyEnv !== undefined ?
+              `the environment variable ${keyVariable} (named by --api-key-env or apiKeyEnv) is not set` :
+              `no API key for ${baseUrl.host}: set ${keyVariable}, or name the variable that holds the key with ` +
+              "--api-key-env (apiKeyEnv in .agentloop/config.json)"
+          )
+        )
       }
     }
     const options = {
@@ -146,11 +218,7 @@ export const modelOf = (settings: Settings, model: string, thinking: Thinking = 
         {})
     }
     const layer = providerModelLayer(provider, options)
-    const context = yield* Layer.build(layer).pipe(
-      Effect.mapError((e) =>
-        new CliError(`${e.message} (the CLI reads API keys from the environment: see --api-key-env)`)
-      )
-    )
+    const context = yield* Layer.build(layer).pipe(Effect.mapError((e) => new CliError(e.message)))
     return context
   })
 
@@ -266,7 +334,7 @@ export const modelsOverview = (models: ModelSwitch): Effect.Effect<string> =>
     }
     lines.push("known models (context window, prices in the price table):")
     const known = Object.entries(knownModels).map(([name, info]) =>
-      `${name.startsWith("claude") ? "anthropic" : "openai-compat"}:${name} (${tokens(info.contextWindow ?? 0)})`
+      `${knownProviderOf(name) ?? "openai-compat"}:${name} (${tokens(info.contextWindow ?? 0)})`
     )
     for (let i = 0; i < known.length; i += 3) lines.push(`  ${known.slice(i, i + 3).join("  ")}`)
     lines.push("switch: /model NAME (same provider) or /model PROVIDER:NAME; /thinking off|low|medium|high")
