@@ -20,6 +20,7 @@ import type {
 } from "@agentloop/core"
 import { Clock, Duration, Effect, Option, Semaphore } from "effect"
 import type { CliError } from "./CliError.ts"
+import { PROJECT_CONFIG } from "./Config.ts"
 import { checkRules, EDIT_TOOLS, parseRule, RuleError, suggestBashRules } from "./Permissions.ts"
 import type { PermissionMode, PermissionRule, PermissionRules } from "./Permissions.ts"
 import { stripControl } from "./Sanitize.ts"
@@ -31,8 +32,8 @@ import type { Style } from "./Style.ts"
  * @since 0.1.0
  * @category constants
  */
-export const NO_TERMINAL_REASON = "this call needs the user's approval, and agentloop is not running in a terminal " +
-  "where it could ask (run with --yes to allow such calls)"
+export const NO_TERMINAL_REASON =
+  "needs approval, but agentloop is not running in a terminal to ask in (--yes allows it)"
 
 /**
  * One decision, as recorded in the session: the fields of core's `ApprovalRecord` (the `approval`
@@ -211,7 +212,11 @@ export const questionFor = (call: ToolCall, permissions: Permissions, style: Sty
       "[n]o (reason)",
       ...(always.length === 0 ? [] : [suggested === undefined ? `[a]lways for ${call.name}` : "[a]lways this command"]),
       ...(prefix === undefined ? [] : [`[p] ${stripControl(prefix.slice("bash(".length, -2))} …`]),
-      ...(permissions.save !== undefined && (always.length > 0 || prefix !== undefined) ? ["! saves it"] : [])
+      ...(permissions.save !== undefined && (always.length > 0 || prefix !== undefined) ?
+        [`${
+          [...(always.length > 0 ? ["a!"] : []), ...(prefix === undefined ? [] : ["p!"])].join("/")
+        }: also save to ${PROJECT_CONFIG}`] :
+        [])
     ]
     return { prompt: `  allow? ${style.dim(choices.join(" / "))} `, always, prefix }
   })
@@ -366,8 +371,8 @@ export const makeApprovalPolicy = (options: ApprovalOptions): Effect.Effect<Tool
       const base = { toolCallId: call.id, name: call.name }
       const ask = options.ask
       if (ask === undefined) {
+        // (the call's result line shows the denial and its reason: one line, nothing printed here)
         yield* options.record({ ...base, decision: "denied", by: "no-terminal", reason: NO_TERMINAL_REASON })
-        yield* options.print(style.yellow(`⊘ ${call.name} denied: no terminal to ask on (use --yes to allow)`))
         return deny(NO_TERMINAL_REASON)
       }
       // one question at a time (a batch may hold several calls that ask)

@@ -145,6 +145,8 @@ export const describeResult = (result: ToolResultMessage): string => {
   const text = resultText(result)
   const d = (result.details ?? {}) as Record<string, unknown>
   const cut = wasCut(result) ? ` · ${CUT_NOTE}` : ""
+  // a denied call: the denial's reason (core's deniedResult keeps it in details.denial)
+  if (d["skipped"] === true && typeof d["denial"] === "string") return oneLine(`denied: ${d["denial"]}`, 100)
   if (d["skipped"] === true || result.isError && d["exitCode"] === undefined) return oneLine(text, 100)
   if (typeof d["totalLines"] === "number") return `lines ${d["firstLine"]}-${d["lastLine"]} of ${d["totalLines"]}`
   if (typeof d["replacements"] === "number") return oneLine(text.split("\n")[0] ?? "", 100)

@@ -121,7 +121,7 @@ describe("agentloop run (in a pipe)", () => {
       const { code } = await cli.exited
       assert.strictEqual(code, 0, cli.output() + cli.stderr())
       assert.isFalse(existsSync(join(ws, "pwned")), "the denied command did not run")
-      assert.include(cli.output(), "bash denied: no terminal to ask on")
+      assert.include(cli.output(), "⊘ bash  denied: needs approval, but agentloop is not running in a terminal")
       const second = server.bodies[1]!.body["messages"] as Array<
         { role: string; content: string; tool_call_id?: string }
       >
