@@ -36,8 +36,8 @@ const maxStepsFlag = Flag.Int("max-steps").pipe(
 )
 const providerFlag = Flag.Literals("provider", PROVIDER_NAMES).pipe(
   Flag.withDescription(
-    "the model: scripted (built in, offline), openai-compat (OpenAI, Ollama, llama.cpp, vLLM, LM Studio...) " +
-      "or anthropic"
+    "the model: scripted (the built-in scripted model the demo and the tests use: offline, no API key), " +
+      "openai-compat (OpenAI, Ollama, llama.cpp, vLLM, LM Studio...) or anthropic"
   ),
   Flag.withDefault("scripted" as const)
 )
@@ -82,6 +82,9 @@ const demo = Command.make("demo", {
     "no API key); --provider runs the same session against a real model."
 ))
 
+/** The providers of a real model: what `run` and `chat` offer. */
+const MODEL_PROVIDERS = ["openai-compat", "anthropic"] as const satisfies ReadonlyArray<(typeof PROVIDER_NAMES)[number]>
+
 const optionalString = (name: string, description: string) =>
   Flag.String(name).pipe(Flag.withDescription(description), Flag.optional)
 const optionalInt = (name: string, description: string) =>
@@ -90,7 +93,8 @@ const optionalInt = (name: string, description: string) =>
 /** The flags of `run` and `chat`; unset ones fall back to the environment and the config files. */
 const agentFlags = {
   workspace: optionalString("workspace", "project folder to work in (default: the current folder)"),
-  provider: Flag.Literals("provider", PROVIDER_NAMES).pipe(
+  // (not scripted: the built-in scripted model only plays the demo, so run and chat do not offer it)
+  provider: Flag.Literals("provider", MODEL_PROVIDERS).pipe(
     Flag.withDescription("openai-compat (OpenAI, Ollama, llama.cpp, vLLM, LM Studio...) or anthropic"),
     Flag.optional
   ),
@@ -423,12 +427,28 @@ export const usagePresenter: CliOutput.Presenter = {
   present: (event) =>
     event._tag === "InvalidInvocation" ?
       Effect.sync(() => {
-        const first = event.errors[0]?.message ?? "invalid command line"
-        const line = first.split("\n").map((l) => l.trim()).filter((l) => l.length > 0).join(" ")
+        const first = event.errors[0]
+        const line = first === undefined ? "invalid command line" : describeUsageError(first)
         const more = event.errors.length > 1 ? ` (and ${event.errors.length - 1} more)` : ""
         process.stderr.write(`agentloop: ${stripControl(line)}${more}; see ${event.commandPath.join(" ")} --help\n`)
       }) :
       CliOutput.defaultPresenter.present(event)
+}
+
+/**
+ * A usage error as one sentence: its message's lines joined as sentences, and the names it
+ * suggests (an unknown command's or flag's nearest ones) as `(did you mean run?)` from the error's
+ * own list.
+ */
+const describeUsageError = (error: CliOutput.Presenter.InvalidInvocation["errors"][number]): string => {
+  const suggestions = "suggestions" in error ? error.suggestions : []
+  // effect's message lists the suggestions on lines of their own, after a blank line
+  const [head = ""] = error.message.split("\n\n")
+  const text = head.split("\n").map((l) => l.trim()).filter((l) => l.length > 0).reduce(
+    (sentence, l) => sentence.length === 0 ? l : /[.:;?!]$/.test(sentence) ? `${sentence} ${l}` : `${sentence}. ${l}`,
+    ""
+  )
+  return suggestions.length === 0 ? text : `${text} (did you mean ${suggestions.join(" or ")}?)`
 }
 
 /**

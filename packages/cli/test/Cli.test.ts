@@ -108,11 +108,13 @@ describe("agentloop demo (end to end, as a process)", () => {
   it(
     "bad flags and unknown commands: one line on stderr naming the problem and the --help to read, exit 2",
     async () => {
-      const [bogus, steps, unknown, missing] = await Promise.all([
+      const [bogus, steps, unknown, missing, near, nearFlag] = await Promise.all([
         cli(["demo", "--bogus"]),
         cli(["demo", "--max-steps", "many"]),
         cli(["frobnicate"]),
-        cli(["run"])
+        cli(["run"]),
+        cli(["rn"]),
+        cli(["run", "--mdoel", "x", "task"])
       ])
       const oneLine = (r: { code: number | null; stdout: string; stderr: string }, text: string, command: string) => {
         assert.strictEqual(r.code, 2, r.stderr)
@@ -125,6 +127,12 @@ describe("agentloop demo (end to end, as a process)", () => {
       oneLine(steps, "Invalid value for flag --max-steps: \"many\"", "agentloop demo")
       oneLine(unknown, "Unknown subcommand \"frobnicate\"", "agentloop")
       oneLine(missing, "Missing required argument: task", "agentloop run")
+      // a near name: suggested in the sentence, not run on after it
+      assert.strictEqual(
+        near.stderr,
+        "agentloop: Unknown subcommand \"rn\" for \"agentloop\" (did you mean run?); see agentloop --help\n"
+      )
+      oneLine(nearFlag, "Unrecognized flag: --mdoel in command agentloop run (did you mean --model?)", "agentloop run")
     },
     120_000
   )
