@@ -31,6 +31,7 @@ import type { RecordedRun } from "./Durable.ts"
 import { historyFile, openHistory } from "./History.ts"
 import { makeAgentSession } from "./internal/AgentSession.ts"
 import { attach } from "./internal/Attachments.ts"
+import type { Attached } from "./internal/Attachments.ts"
 import { mentionCompleter } from "./internal/Completion.ts"
 import { forkFlag } from "./internal/Fork.ts"
 import { lastOutput } from "./internal/LastOutput.ts"
@@ -126,6 +127,41 @@ export const describeUsage = (usage: Usage | undefined): string => {
   return `${formatTokens(usage.input)} tokens in${cache}, ${formatTokens(usage.output)} out${cost}`
 }
 
+/**
+ * The line after a run: `usage:` the run's tokens and cost; the session's only when it holds more
+ * than this run (`--continue`, a chat's later runs); how full the context is; and "cost unknown for
+ * this model" only where `costNote` says (once a session: it does not change). Parts are left out
+ * from the end (the note, the context, the session's) until the line fits `columns`.
+ *
+ * @since 0.1.0
+ * @category usage
+ */
+export const usageLine = (options: {
+  readonly last: Usage | undefined
+  readonly session: Usage | undefined
+  readonly context: string | undefined
+  readonly costNote: boolean
+  readonly columns: number | undefined
+}): string => {
+  const { last, session } = options
+  const tokens = (u: Usage) =>
+    `${formatTokens(u.input)} tokens in${
+      u.cacheRead !== undefined && u.cacheRead > 0 ? ` (${formatTokens(u.cacheRead)} cached)` : ""
+    }, ${formatTokens(u.output)} out${u.cost === undefined ? "" : ` · $${u.cost.toFixed(4)}`}`
+  const same = last !== undefined && session !== undefined && last.input === session.input &&
+    last.output === session.output && last.cacheRead === session.cacheRead && last.cost === session.cost
+  const parts = [`usage: ${last === undefined ? "no usage reported" : tokens(last)}`]
+  const optional = [
+    ...(session === undefined || same ? [] : [`session: ${tokens(session)}`]),
+    ...(options.context === undefined ? [] : [options.context]),
+    ...(options.costNote && (last?.cost === undefined) && last !== undefined ? ["cost unknown for this model"] : [])
+  ]
+  const line = (count: number) => `  ${[...parts, ...optional.slice(0, count)].join(" · ")}`
+  let count = optional.length
+  while (count > 0 && options.columns !== undefined && line(count).length > options.columns) count--
+  return line(count)
+}
+
 interface Agent {
   readonly root: string
   readonly style: Style
@@ -140,7 +176,12 @@ interface Agent {
    */
   readonly runPrompt: (
     prompt: string,
-    options?: { readonly images?: ReadonlyArray<string>; readonly mentions?: boolean }
+    options?: {
+      readonly images?: ReadonlyArray<string>
+      readonly mentions?: boolean
+      /** What the prompt attaches, read already (`run` reads it before anything is printed). */
+      readonly attached?: Attached
+    }
   ) => Effect.Effect<AgentRunResult | undefined, CliError>
   /** Resumes the session's interrupted durable run, when it has one (undefined otherwise, or when leaving). */
   readonly resumePending: Effect.Effect<AgentRunResult | undefined, CliError>
@@ -511,6 +552,8 @@ const makeAgent = (
      * chat, what is typed meanwhile goes to the run (steering, follow-ups), or waits for the next
      * prompt (a slash command, or a message the run ended without taking).
      */
+    // (the usage line says "cost unknown for this model" once)
+    let costNoted = false
     const runOn = (request: RunRequest, messages: boolean) =>
       Effect.gen(function*() {
         runNow = request.runId
@@ -548,18 +591,21 @@ const makeAgent = (
         const usage = session.usage()
         const context = contextUsed(result.messages)
         const windowSize = contextWindow()
-        const window = windowSize === undefined || context === undefined ?
-          "" :
-          ` · ${describeContext(context, windowSize)}`
-        out(
-          `${style.dim(`  usage: ${describeUsage(usage.last)} · session: ${describeUsage(usage.session)}${window}`)}\n`
-        )
+        const line = usageLine({
+          last: usage.last,
+          session: usage.session,
+          context: windowSize === undefined || context === undefined ? undefined : describeContext(context, windowSize),
+          costNote: !costNoted,
+          columns: display.isTTY === true ? display.columns : undefined
+        })
+        costNoted ||= line.includes("cost unknown")
+        out(`${style.dim(line)}\n`)
         return result
       })
 
     const runPrompt: Agent["runPrompt"] = (prompt, attachments = {}) =>
       Effect.gen(function*() {
-        const attached = yield* attach(root, prompt, attachments)
+        const attached = attachments.attached ?? (yield* attach(root, prompt, attachments))
         for (const note of attached.notes) yield* renderer.line(style.dim(stripControl(note)))
         const run = yield* session.startRun(prompt, attached.content, engine.runIdOf)
         const result = yield* runOn({
@@ -723,6 +769,9 @@ export const runCommand = (
     }
     const json = flags.json === true
     const quiet = flags.quiet === true
+    // what the task attaches (--image, @ mentions) is read first: a file refused is one error, before anything is
+    // printed or a session is started
+    const attached = yield* attach(yield* workspaceOf(flags.workspace), flags.task, { images: flags.image })
     const agent = yield* makeAgent(flags, { output, json, quiet })
     const { style } = agent
     if (json && !agent.controller.outputClosed()) {
@@ -738,7 +787,7 @@ export const runCommand = (
     )
     let result = yield* agent.resumePending
     if (!sameTask && !agent.controller.exitRequested()) {
-      result = yield* agent.runPrompt(flags.task, { images: flags.image })
+      result = yield* agent.runPrompt(flags.task, { attached })
     }
     const exit = Option.getOrUndefined(yield* Deferred.poll(agent.controller.exit))
     if (result === undefined) {
