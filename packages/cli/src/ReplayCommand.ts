@@ -127,6 +127,9 @@ const originOf = (text: string, file: string) =>
     return { cwd, start }
   })
 
+/** A git object's name: a SHA-1 or SHA-256 in hex. */
+const OBJECT_NAME = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/
+
 /**
  * The tools' folder: DIR as it is, or a fresh copy of the workspace as the session's first call
  * found it (its `start` tree), of the project's HEAD when the session has none, or of the project.
@@ -156,10 +159,12 @@ const replayFolder = (project: string, workspace: Option.Option<string>, start: 
         catch: (e) => e as Error
       })
     const prefix = yield* Effect.option(Effect.try(() => git(["rev-parse", "--show-prefix"]).toString().trim()))
-    const saved = start === undefined ? undefined : `its start (git tree ${start.slice(0, 12)})`
+    const saved = start === undefined ? undefined : `its start (git tree ${stripControl(start.slice(0, 12))})`
     let why = "the session saved no start (recorded by an earlier agentloop, or outside a git repository)"
     if (Option.isSome(prefix)) {
-      if (start !== undefined) {
+      // (a session file may come from anywhere: what is not an object's name never reaches git's arguments)
+      if (start !== undefined && !OBJECT_NAME.test(start)) why = `${saved} is not the name of a git tree`
+      else if (start !== undefined) {
         const restored = yield* Effect.result(extract(start, prefix.value))
         if (restored._tag === "Success") {
           return {

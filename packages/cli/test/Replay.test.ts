@@ -9,7 +9,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFileSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { replayPaths } from "../src/ReplayCommand.ts"
@@ -106,6 +115,15 @@ describe("agentloop replay", () => {
       assert.strictEqual(changed.code, 1, changed.out + changed.err)
       assert.include(changed.out, "without .agentloop/ and uncommitted changes, as the session saved no start")
       assert.include(changed.err, `run 1, step 4: the result of call "b1" (bash) differs`)
+      // a start that is not a git object's name (a hand-made file) is not given to git: HEAD, and why
+      const forged = join(ws, "forged.jsonl")
+      writeFileSync(forged, recorded.replace(/"start":"[0-9a-f]+"/, `"start":"--output=${ws}/forged.tar"`))
+      const forgedRun = await replay(ws, forged)
+      assert.match(
+        forgedRun.out,
+        /git HEAD \(\w+\) .*, as its start \(git tree --output=.*\) is not the name of a git tree/
+      )
+      assert.isFalse(existsSync(join(ws, "forged.tar:")) || existsSync(join(ws, "forged.tar")))
 
       // a copy of the session with the read's recorded result edited, replayed by path
       git(ws, "checkout", "-q", "HEAD~1")
