@@ -51,7 +51,15 @@ import { inMemoryEngine, RunEngine } from "./RunEngine.ts"
 import type { RunRequest, WaitingCall } from "./RunEngine.ts"
 import { stripControl } from "./Sanitize.ts"
 import { makeScreen, useScreen } from "./Screen.ts"
-import { createSession, listSessions, openSession, readSession, SESSIONS_FOLDER } from "./Sessions.ts"
+import { listCommand } from "./SessionCommands.ts"
+import {
+  createSession,
+  listSessions,
+  openSession,
+  readSession,
+  SESSIONS_FOLDER,
+  sessionToContinue
+} from "./Sessions.ts"
 import type { SessionLog } from "./Sessions.ts"
 import { makeStyle, wantsColor } from "./Style.ts"
 import type { Style } from "./Style.ts"
@@ -213,13 +221,15 @@ interface Agent {
   readonly showLast: Effect.Effect<void>
 }
 
-/** The session to open: the latest (--continue), a given one (--resume ID), or none (a new one). */
+/**
+ * The session to open: the latest with a conversation (--continue, `sessionToContinue`), a given one
+ * (--resume ID), or none (a new one).
+ */
 const sessionToOpen = (root: string, flags: AgentFlags): Effect.Effect<string | undefined, CliError> =>
   Effect.gen(function*() {
     let id = Option.getOrUndefined(flags.resume)
     if (flags.continue) {
-      const sessions = yield* listSessions(root)
-      const latest = sessions.filter((s) => !s.ended.startsWith("unreadable")).pop()
+      const latest = sessionToContinue(yield* listSessions(root))
       if (latest === undefined) {
         return yield* Effect.fail(new CliError(`--continue: there is no session in ${root}/.agentloop/sessions yet`))
       }
@@ -982,30 +992,14 @@ export const chatCommand = (flags: AgentFlags): Effect.Effect<void> =>
   )
 
 /**
- * `agentloop sessions`: the sessions of the workspace, oldest first.
+ * `agentloop sessions [--all]`: the sessions of the workspace with a conversation, oldest first (with
+ * `all`, the empty ones too); see `listCommand` in SessionCommands.ts.
  *
  * @since 0.1.0
  * @category commands
  */
-export const sessionsCommand = (workspace: Option.Option<string>): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const root = yield* workspaceOf(workspace)
-    const sessions = yield* listSessions(root)
-    if (sessions.length === 0) {
-      process.stdout.write(`no sessions in ${root}/.agentloop/sessions\n`)
-      return
-    }
-    for (const s of sessions) {
-      const date = s.at === 0 ? "?" : new Date(s.at).toISOString().slice(0, 16).replace("T", " ")
-      const prompt = stripControl(s.firstPrompt).replace(/\s+/g, " ")
-      // file names and records are text anyone could have written (a cloned repository): no control sequences out
-      process.stdout.write(
-        `${stripControl(s.id)}  ${date}  ${String(s.steps).padStart(3)} step(s)  ${stripControl(s.ended).padEnd(11)}  ${
-          prompt.length > 60 ? `${prompt.slice(0, 59)}…` : prompt
-        }\n`
-      )
-    }
-  }).pipe(Effect.catchIf((e): e is CliError => e instanceof CliError, reportCliError))
+export const sessionsCommand = (workspace: Option.Option<string>, all = false): Effect.Effect<void> =>
+  listCommand({ workspace, all })
 
 /**
  * `agentloop runs`: the durable runs of the workspace, oldest first, with their state.

@@ -7,14 +7,30 @@
  */
 import {
   addUsage,
+  AssistantMessage,
+  decodeSessionRecord,
   makeTranscriptWriter,
   parseTranscript,
   PersistenceError,
   sessionHistoryOf,
-  sessionRecordsOf
+  sessionRecordsOf,
+  ToolResultMessage,
+  undoneRuns,
+  UserMessage
 } from "@agentloop/core"
-import type { CompactionState, Message, SessionHeader, SessionRecord, TranscriptWriter, Usage } from "@agentloop/core"
-import { Clock, Effect, Random } from "effect"
+import type {
+  CompactionState,
+  Message,
+  RunEndRecord,
+  RunStartRecord,
+  SessionHeader,
+  SessionRecord,
+  StopReason,
+  TranscriptRecord,
+  TranscriptWriter,
+  Usage
+} from "@agentloop/core"
+import { Clock, Effect, Exit, Random, Schema, Struct } from "effect"
 import type { Scope } from "effect"
 import { readdirSync } from "node:fs"
 import * as nodePath from "node:path"
@@ -153,7 +169,46 @@ export const openSession = (root: string, id: string): Effect.Effect<SessionLog,
   })
 
 /**
- * One line of `agentloop sessions`.
+ * A message line as `agentloop sessions` and `--continue` read it: whose message it is and, for the
+ * model's, how it ended (core's message schemas, narrowed to those fields; the rest of the line is
+ * not decoded, so a large tool result costs only its `JSON.parse`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const MessageOutline = Schema.Union([
+  AssistantMessage.mapFields(Struct.pick(["role", "stopReason"])),
+  UserMessage.mapFields(Struct.pick(["role"])),
+  ToolResultMessage.mapFields(Struct.pick(["role"]))
+])
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type MessageOutline = typeof MessageOutline.Type
+
+/**
+ * One line of a session file as a summary reads it: a session record (decoded with core's
+ * `SessionRecord`) or a message's outline, in file order.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type SessionLine = SessionRecord | MessageOutline
+
+/**
+ * How a model's answer ended for it to count as a step of the conversation: it stopped, asked for
+ * tools, or hit its token limit. An answer that ended `error` or `aborted` (and a request that never
+ * got one: an unreachable server, a refused key) is no step.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const ANSWERED: ReadonlySet<StopReason> = new Set(["stop", "toolUse", "length"])
+
+/**
+ * One line of `agentloop sessions`: what the session continues, i.e. its file without the runs an
+ * undo dropped (the same partition as core's `sessionHistoryOf`).
  *
  * @since 0.1.0
  * @category models
@@ -161,48 +216,143 @@ export const openSession = (root: string, id: string): Effect.Effect<SessionLog,
 export interface SessionSummary {
   readonly id: string
   readonly at: number
+  /** The first prompt of the runs left (an undone prompt is not shown). */
   readonly firstPrompt: string
+  /** The runs left. */
   readonly runs: number
+  /** The model's answers (`ANSWERED`) in what the session continues: undone runs' answers are not counted. */
   readonly steps: number
-  /** The last run's reason, `interrupted` when the last run has no end (a killed process), or `no runs`. */
+  /**
+   * How the last run left ended: its reason, `interrupted` when it has no end (a killed process, or a
+   * durable run to resume), `undone` when an undo dropped every run, `no runs`.
+   */
   readonly ended: string
+  /** Whether the last run left has no end. */
+  readonly unfinished: boolean
+  /** What the whole session cost, undone runs included (their tokens were spent). */
   readonly usage: Usage | undefined
   readonly model: string
 }
 
 /**
- * The summary of a session from its records (decoded: `sessionRecordsOf`).
+ * The summary of a session from its lines (`outlineSession`; records alone, e.g. `sessionRecordsOf`'s,
+ * give the runs and usage, and no steps).
  *
  * @since 0.1.0
  * @category sessions
  */
-export const summarize = (id: string, records: ReadonlyArray<SessionRecord>): SessionSummary => {
-  const header = records.find(isHeader)
-  let firstPrompt = ""
-  let runs = 0
-  let steps = 0
-  let ended = "no runs"
+export const summarize = (id: string, lines: ReadonlyArray<SessionLine>): SessionSummary => {
+  let header: SessionHeader | undefined
+  // runs as core's `sessionRunsOf` finds them; a run's messages go up to the next run's start
+  const runs: Array<{ start: RunStartRecord; end: RunEndRecord | undefined; answers: number }> = []
+  let beforeRuns = 0
   let usage: Usage | undefined
-  for (const r of records) {
-    if (r.type === "run_start") {
-      runs++
-      if (firstPrompt === "" && r.prompt !== undefined) firstPrompt = r.prompt
-      ended = "interrupted"
-    } else if (r.type === "run_end") {
-      steps += r.steps ?? 0
-      ended = r.reason
-      usage = addUsage(usage, r.usage)
-    } else if (r.type === "compaction" && r.inRun !== true) {
+  const records: Array<SessionRecord> = []
+  for (const line of lines) {
+    if ("role" in line) {
+      if (line.role === "assistant" && ANSWERED.has(line.stopReason)) {
+        const run = runs.at(-1)
+        if (run === undefined) beforeRuns++
+        else run.answers++
+      }
+      continue
+    }
+    records.push(line)
+    if (line.type === "session") header ??= line
+    else if (line.type === "run_start") runs.push({ start: line, end: undefined, answers: 0 })
+    else if (line.type === "run_end") {
+      const run = runs.at(-1)
+      if (run !== undefined && run.end === undefined) run.end = line
+      usage = addUsage(usage, line.usage)
+    } else if (line.type === "compaction" && line.inRun !== true) {
       // a compaction in a run is in that run's usage already
-      usage = addUsage(usage, r.usage)
+      usage = addUsage(usage, line.usage)
     }
   }
-  return { id, at: header?.at ?? 0, firstPrompt, runs, steps, ended, usage, model: header?.model ?? "" }
+  const undone = undoneRuns(records)
+  const left = runs.filter((_, i) => !undone.has(i + 1))
+  const last = left.at(-1)
+  return {
+    id,
+    at: header?.at ?? 0,
+    firstPrompt: left[0]?.start.prompt ?? "",
+    runs: left.length,
+    steps: left.reduce((n, run) => n + run.answers, beforeRuns),
+    ended: last === undefined ? (runs.length > 0 ? "undone" : "no runs") : last.end?.reason ?? "interrupted",
+    unfinished: last !== undefined && last.end === undefined,
+    usage,
+    model: header?.model ?? ""
+  }
 }
 
 /**
- * Every session of the workspace, oldest first. A file that cannot be read is listed with
- * `ended: "unreadable: …"`.
+ * Whether a session holds a conversation to go on with: at least one answer of the model
+ * (`ANSWERED`) in what it continues, or a run left that has not ended (a killed process, a durable
+ * run to resume). A session `/clear` just opened, one whose runs all failed before the model
+ * answered (an unreachable server, a refused key), and one whose every prompt was undone hold none.
+ * The one rule of `--continue` (which skips such sessions) and `agentloop sessions` (which does not
+ * list them without `--all`).
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const hasConversation = (summary: SessionSummary): boolean => summary.steps > 0 || summary.unfinished
+
+/** The records a summary reads; the others (turns, calls, approvals, checkpoints) are not decoded. */
+const SUMMARY_RECORDS: ReadonlySet<string> = new Set(["session", "run_start", "run_end", "compaction", "undo"])
+
+const decodeOutline = Schema.decodeUnknownExit(MessageOutline)
+
+/**
+ * The lines of a session file a summary reads, in file order: its records of `SUMMARY_RECORDS`'
+ * types (decoded with `SessionRecord`; others, unknown ones and ones that do not decode are left out,
+ * as `sessionRecordsOf` does) and its messages' outlines. Lines are told apart as core's
+ * `parseTranscript` tells them (a message has `role`, a record a string `type`); a torn last line is
+ * skipped. A line that is not JSON, is neither, or a message whose outline does not decode fails.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const outlineSession = (text: string, file: string): Effect.Effect<Array<SessionLine>, PersistenceError> =>
+  Effect.suspend(() => {
+    const fail = (message: string) => Effect.fail(new PersistenceError({ path: file, message }))
+    const lines: Array<SessionLine> = []
+    let from = 0
+    for (let n = 1; from < text.length; n++) {
+      const newline = text.indexOf("\n", from)
+      const line = text.slice(from, newline === -1 ? text.length : newline)
+      from = newline === -1 ? text.length : newline + 1
+      if (line.trim().length === 0) continue
+      let value: unknown
+      try {
+        value = JSON.parse(line)
+      } catch {
+        // a torn last line (a crash while it was written) is left out, as reading the session does
+        if (newline === -1) break
+        return fail(`line ${n} of ${file} is not valid JSON`)
+      }
+      if (typeof value !== "object" || value === null || Array.isArray(value)) {
+        return fail(`line ${n} of ${file} is not a JSON object`)
+      }
+      if ("role" in value) {
+        const outline = decodeOutline(value)
+        if (Exit.isFailure(outline)) return fail(`line ${n} of ${file} is not a valid message`)
+        lines.push(outline.value)
+      } else if ("type" in value && typeof value.type === "string") {
+        if (!SUMMARY_RECORDS.has(value.type)) continue
+        const decoded = decodeSessionRecord(value as TranscriptRecord)
+        if (decoded?.ok === true) lines.push(decoded.record)
+      } else {
+        return fail(`line ${n} of ${file} is neither a message (no "role") nor a record (no "type")`)
+      }
+    }
+    return Effect.succeed(lines)
+  })
+
+/**
+ * Every session of the workspace, oldest first, summarized (`summarize`) from what its file holds
+ * (`outlineSession`: records and the outline of each message, not whole messages). A file that
+ * cannot be read is listed with `ended: "unreadable: …"`.
  *
  * @since 0.1.0
  * @category sessions
@@ -218,17 +368,25 @@ export const listSessions = (root: string): Effect.Effect<ReadonlyArray<SessionS
     const out: Array<SessionSummary> = []
     for (const name of names) {
       const id = name.slice(0, -".jsonl".length)
-      const loaded = yield* Effect.result(readSession(root, `${SESSIONS_FOLDER}/${name}`))
+      const file = `${SESSIONS_FOLDER}/${name}`
+      // inside the workspace, through no link (a session folder in a cloned repository may hold one)
+      const lines = yield* Effect.result(
+        WorkspaceIO.readTextFile(root, file).pipe(
+          Effect.mapError((e) => new PersistenceError({ path: file, message: `cannot read ${file}: ${e.message}` })),
+          Effect.flatMap((text) => outlineSession(text, file))
+        )
+      )
       out.push(
-        loaded._tag === "Success" ?
-          summarize(id, sessionRecordsOf(loaded.success.records)) :
+        lines._tag === "Success" ?
+          summarize(id, lines.success) :
           {
             id,
             at: 0,
             firstPrompt: "",
             runs: 0,
             steps: 0,
-            ended: `unreadable: ${loaded.failure.message}`,
+            ended: `unreadable: ${lines.failure.message}`,
+            unfinished: false,
             usage: undefined,
             model: ""
           }
@@ -236,6 +394,18 @@ export const listSessions = (root: string): Effect.Effect<ReadonlyArray<SessionS
     }
     return out.sort((a, b) => a.at - b.at || a.id.localeCompare(b.id))
   })
+
+/**
+ * The session `--continue` continues, of `listSessions`' (oldest first): the latest with a
+ * conversation (`hasConversation`); when none has one, the latest that reads (so `--continue` after
+ * undoing every prompt goes on in that session rather than in a new file); `undefined` when no
+ * session reads.
+ *
+ * @since 0.1.0
+ * @category sessions
+ */
+export const sessionToContinue = (sessions: ReadonlyArray<SessionSummary>): SessionSummary | undefined =>
+  sessions.findLast(hasConversation) ?? sessions.findLast((s) => !s.ended.startsWith("unreadable"))
 
 /**
  * Appends an entry, reporting (not failing on) a write error.

@@ -156,7 +156,11 @@ const agentFlags = {
   ),
   continue: Flag.Boolean("continue").pipe(
     Flag.withAlias("c"),
-    Flag.withDescription("continue the latest session"),
+    Flag.withDescription(
+      "continue the latest session with a conversation: the model answered at least once (stop, tool calls or " +
+        "its token limit) in what undo left, or its last run has not ended; empty sessions (the one /clear opened, " +
+        "runs that failed before any answer, every prompt undone) are skipped, unless every session is empty"
+    ),
     Flag.withDefault(false)
   ),
   resume: optionalString("resume", "continue the session with this id (see agentloop sessions)"),
@@ -254,10 +258,15 @@ const sessionsFork = Command.make("fork", {
 )
 
 const sessions = Command.make("sessions", {
-  workspace: optionalString("workspace", "project folder (default: the current folder)")
-}, lazy(() => import("./Agent.ts"), (m) => ({ workspace }) => m.sessionsCommand(workspace))).pipe(
+  workspace: optionalString("workspace", "project folder (default: the current folder)"),
+  all: Flag.Boolean("all").pipe(
+    Flag.withDescription("also list the empty sessions (no answer from the model, or every prompt undone)"),
+    Flag.withDefault(false)
+  )
+}, lazy(() => import("./SessionCommands.ts"), (m) => m.listCommand)).pipe(
   Command.withDescription(
-    "List the sessions of this folder: id, date, steps, how it ended, first prompt (sessions show ID: its prompts; " +
+    "List the sessions of this folder with a conversation (--all: the empty ones too): id, date, steps (the " +
+      "model's answers, undone prompts not counted), how it ended, first prompt (sessions show ID: its prompts; " +
       "sessions fork ID: a copy to go on from)."
   ),
   Command.withSubcommands([sessionsShow, sessionsFork])

@@ -116,6 +116,7 @@ describe("the CLI writes only inside its workspace", () => {
         line({ type: "session", version: 1, id: "x", at: 1, cwd: ws, provider: "p", model: "m", systemPrompt: "" }) +
           line({ type: "run_start", at: 2, prompt: "task\u001b[2J\u009b31m" }) +
           line({ role: "user", content: "task" }) +
+          line({ role: "assistant", content: [{ type: "text", text: "done" }], stopReason: "stop" }) +
           line({ type: "run_end", at: 3, reason: "stop", steps: 1 })
       )
       // a session file that is a link to a file outside, whose first line names a secret
