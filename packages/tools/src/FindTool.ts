@@ -6,7 +6,7 @@
  *   (`*.ts`). Dot files match. An absolute glob or one with `..` is refused: choose the folder
  *   with `path`.
  * - The walk (see `Search.ts`) is confined like `read`, never follows a link (a link is listed, as
- *   `path@`), respects `.gitignore`, leaves out `node_modules` and `.git` unless `includeIgnored`,
+ *   `path@`), respects `.gitignore`, leaves out `node_modules`, `.agentloop` and `.git` unless `includeIgnored`,
  *   and goes in name order, depth first. Folders are listed as `path/`.
  * - At most `limit` paths (default `FIND_DEFAULT_LIMIT`, at most `FIND_MAX_LIMIT`) and
  *   `SEARCH_MAX_OUTPUT_BYTES`, with the total and the `offset` to continue from.
@@ -45,8 +45,8 @@ export const findTool = defineTool({
   name: "find",
   readOnly: true,
   description: "Find files and folders in the workspace whose path matches a glob (\"**/*.ts\", \"src/**/test*\"; " +
-    "a glob without / matches the name at any depth: \"*.md\"). Skips what .gitignore leaves out, node_modules " +
-    "and .git. Folders end with /, symbolic links with @ (not followed). Sorted by path; " +
+    "a glob without / matches the name at any depth: \"*.md\"). Skips what .gitignore leaves out, node_modules, " +
+    ".agentloop and .git. Folders end with /, symbolic links with @ (not followed). Sorted by path; " +
     `at most ${FIND_DEFAULT_LIMIT} paths unless limit is given (use offset for more).`,
   parameters: Schema.Struct({
     pattern: Schema.String.annotate({ description: "glob matched against paths relative to path" }),

@@ -9,7 +9,7 @@
  *   stopped by the time limit (`SEARCH_TIME_LIMIT_MS`), by a timeout or by an abort, and the
  *   result then says the search stopped.
  * - The folder is walked like `find` (see `Search.ts`): confined, links never followed,
- *   `.gitignore` respected, `node_modules` and `.git` left out, in name order. Binary files (a NUL
+ *   `.gitignore` respected, `node_modules`, `.agentloop` and `.git` left out, in name order. Binary files (a NUL
  *   byte in the first 8 KiB, or not valid UTF-8), files over `GREP_MAX_FILE_BYTES` and files with
  *   several hard links are not searched, and the result says which.
  * - Output: `path:line:text` (`path-line-text` for context lines, `--` between groups), or the
@@ -171,7 +171,7 @@ export const grepTool = defineTool({
   readOnly: true,
   description: "Search file contents in the workspace for a JavaScript regular expression, line by line. " +
     "Searches a folder (default: the workspace root) recursively, skipping what .gitignore leaves out, " +
-    "node_modules, .git and binary files; symbolic links are not followed. Output: path:line:text " +
+    "node_modules, .agentloop, .git and binary files; symbolic links are not followed. Output: path:line:text " +
     `(at most ${GREP_DEFAULT_LIMIT} matches unless limit is given; use offset for more), or the matching files ` +
     "(output=files), or counts per file (output=count). Use glob to choose files (\"*.ts\", \"src/**/*.test.ts\").",
   parameters: Schema.Struct({

@@ -5,8 +5,8 @@
  *   inside the workspace (`link@ -> src/index.ts`, `(missing)` when nothing is there), or
  *   `(outside the workspace)` without the target otherwise. Links are never followed; whether one
  *   leads out is decided by the workspace's walk, which refuses to go out without looking there.
- * - What `.gitignore` files leave out, `node_modules` and `.git` are not listed (the result counts
- *   them) unless `includeIgnored`.
+ * - What `.gitignore` files leave out, `node_modules`, `.agentloop` and `.git` are not listed (the
+ *   result says so) unless `includeIgnored`.
  * - At most `limit` entries (default `LS_DEFAULT_LIMIT`, at most `LS_MAX_LIMIT`) and
  *   `SEARCH_MAX_OUTPUT_BYTES`, with the total and the `offset` to continue from.
  *
@@ -64,9 +64,9 @@ export const lsTool = defineTool({
   name: "ls",
   readOnly: true,
   description: "List the entries of a folder in the workspace (default: the root), sorted by name. Folders end " +
-    "with /, symbolic links with @ and their target. What .gitignore leaves out, node_modules and .git are not " +
-    `listed unless includeIgnored is set. At most ${LS_DEFAULT_LIMIT} entries unless limit is given (use offset ` +
-    "for more).",
+    "with /, symbolic links with @ and their target. What .gitignore leaves out, node_modules, .agentloop and " +
+    `.git are not listed unless includeIgnored is set. At most ${LS_DEFAULT_LIMIT} entries unless limit is given ` +
+    "(use offset for more).",
   parameters: Schema.Struct({
     path: Schema.optionalKey(
       Schema.String.annotate({ description: "folder to list, relative to the workspace root (default .)" })

@@ -7,7 +7,8 @@
  * folder swapped for a link while the walk runs is not entered. Names are sorted by UTF-16 code
  * units, folders walked depth first, so results are the same on every run over the same files.
  * `.gitignore` files inside the workspace are respected (see the tools guide for the rules);
- * `node_modules` is skipped unless `includeIgnored` is set, and `.git` is never walked into.
+ * `node_modules` and `.agentloop` (agentloop's own sessions and kept output) are skipped unless
+ * `includeIgnored` is set or `path` names them, and `.git` is never walked into.
  *
  * @since 0.1.0
  */

@@ -25,7 +25,8 @@ export const NonNegativeInt = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 export const includeIgnoredParameter = Schema.optionalKey(
   Schema.Boolean.annotate({
-    description: "also search what .gitignore files and the default (node_modules) leave out; .git is never searched"
+    description: "also search what .gitignore files and the defaults (node_modules, .agentloop) leave out; " +
+      ".git is never searched"
   })
 )
 
@@ -153,8 +154,23 @@ export const walkNotices = (walk: Walk, includeIgnored: boolean): Array<string> 
         "rule or the glob is too complex to match quickly): the walk stopped there and the results are incomplete.]"
     )
   }
-  if (walk.namedIgnored) {
+  if (walk.namedIgnored === "ignored") {
     notices.push(`[${walk.shown} is ignored (.gitignore or node_modules); walked as it was named.]`)
+  }
+  if (walk.namedIgnored === "own") {
+    notices.push(`[${walk.shown} is left out by default (agentloop's own files); walked as it was named.]`)
+  }
+  if (!includeIgnored && counts.own.length === 1) {
+    notices.push(
+      `[${counts.own[0]} left out (agentloop's own sessions and kept output); includeIgnored=true or ` +
+        `path=${counts.own[0]} includes it.]`
+    )
+  }
+  if (!includeIgnored && counts.own.length > 1) {
+    notices.push(
+      `[${counts.own.length} .agentloop folders left out (agentloop's own sessions and kept output): ` +
+        `${someOf(counts.own)}; includeIgnored=true, or one of them as path, includes them.]`
+    )
   }
   if (!includeIgnored && counts.ignored > 0) {
     notices.push(

@@ -15,6 +15,10 @@
  * root down to the walked folder and then in each folder walked. Their rules only ever decide
  * which of the entries the walk found are left out; a rule naming `../x` or an absolute path
  * matches no entry. Matching a folder's names (rules, and the caller's glob) runs under a time guard.
+ *
+ * agentloop's own folder (`.agentloop`: sessions, checkpoints, kept output) is left out by name,
+ * as `node_modules` is, so a search never feeds on earlier searches; the `.gitignore` in it (which
+ * keeps it out of git and ignores everything there) is not applied when the folder is named.
  */
 import ignore from "ignore"
 import type { Ignore } from "ignore"
@@ -36,6 +40,7 @@ import {
   O_NOCTTY,
   O_NOFOLLOW,
   O_NONBLOCK,
+  OWN_FOLDER,
   readUpTo
 } from "./confined.ts"
 import type { Dir } from "./confined.ts"
@@ -58,7 +63,7 @@ export interface WalkEntry {
 }
 
 export interface WalkOptions {
-  /** List what `.gitignore` files and the default (`node_modules`) leave out; `.git` is listed then too. */
+  /** List what `.gitignore` files and the defaults (`node_modules`, `.agentloop`) leave out; `.git` is listed too. */
   readonly includeIgnored: boolean
   /** Walk into folders (false: list the one folder). */
   readonly recursive: boolean
@@ -75,6 +80,8 @@ export type WalkStop =
 export interface WalkCounts {
   /** Entries left out by `.gitignore` rules or because they are `node_modules` (`.git` not counted). */
   ignored: number
+  /** agentloop's own folders (`.agentloop`) left out, as shown. */
+  readonly own: Array<string>
   /** Folders not walked because they are deeper than `SEARCH_MAX_DEPTH`. */
   tooDeep: number
   /** Folders that could not be read (permission denied, or changed while walked). */
@@ -175,13 +182,16 @@ const rulesOf = (bytes: Uint8Array): Ignore =>
  * at most one folder); `close` closes every descriptor it holds.
  */
 export class Walk {
-  readonly counts: WalkCounts = { ignored: 0, tooDeep: 0, unreadable: [], rulesNotApplied: [] }
+  readonly counts: WalkCounts = { ignored: 0, own: [], tooDeep: 0, unreadable: [], rulesNotApplied: [] }
   /** Set when the walk ended early; `next` then returns `undefined`. */
   stopped: WalkStop | undefined
   /** The walked folder, relative to the root. */
   readonly shown: string
-  /** Whether the walked folder is itself ignored (it is walked because it was named). */
-  readonly namedIgnored: boolean
+  /**
+   * Why the walked folder, named by the caller, is walked though it would be left out: it is in
+   * agentloop's own folder (`own`), or ignored by `.gitignore` or as `node_modules` or `.git`.
+   */
+  readonly namedIgnored: "own" | "ignored" | undefined
 
   private readonly stack: Array<Frame> = []
   private readonly levels: Array<Level>
@@ -193,7 +203,7 @@ export class Walk {
     start: Dir,
     shown: string,
     levels: Array<Level>,
-    namedIgnored: boolean,
+    namedIgnored: "own" | "ignored" | undefined,
     options: WalkOptions,
     stopped: WalkStop | undefined
   ) {
@@ -234,7 +244,7 @@ export class Walk {
     if ("_tag" in start) return start
     try {
       let levels: Array<Level> = []
-      let namedIgnored = false
+      let namedIgnored: "own" | "ignored" | undefined
       let stopped: WalkStop | undefined
       if (!options.includeIgnored && start.shown !== ".") {
         const parts = start.shown.split("/")
@@ -247,10 +257,9 @@ export class Walk {
         const byRules = guarded(() => ignoredBy(levels, start.shown, true), SEARCH_NAME_MATCH_TIME_LIMIT_MS)
         if (byRules === undefined) stopped = { reason: "slow", folder: parts.slice(0, -1).join("/") || "." }
         // a folder named by the caller is walked even when ignored; the rules above it then do not apply
-        if (byName || byRules?.value === true) {
-          namedIgnored = true
-          levels = []
-        }
+        if (parts.includes(OWN_FOLDER)) namedIgnored = "own"
+        else if (byName || byRules?.value === true) namedIgnored = "ignored"
+        if (namedIgnored !== undefined) levels = []
       }
       return { _tag: "Walk", walk: new Walk(start.dir, start.shown, levels, namedIgnored, options, stopped) }
     } catch (error) {
@@ -329,7 +338,8 @@ export class Walk {
       }
       listed.sort(byCodeUnits)
       const base = shown === "." ? "" : shown
-      if (!this.options.includeIgnored && listed.some((e) => e.name === ".gitignore" && e.kind === "file")) {
+      const rulesApply = !this.options.includeIgnored && base.split("/").pop() !== OWN_FOLDER
+      if (rulesApply && listed.some((e) => e.name === ".gitignore" && e.kind === "file")) {
         const read = readRegular(dir, ".gitignore", GITIGNORE_MAX_BYTES)
         if (read._tag === "Bytes") {
           this.levels.push({ base, rules: rulesOf(read.bytes) })
@@ -347,10 +357,11 @@ export class Walk {
         return
       }
       const items: Array<Item> = []
-      for (const verdict of verdicts.value) {
+      verdicts.value.forEach((verdict, i) => {
         if (verdict === "ignored") this.counts.ignored++
+        else if (verdict === "own") this.counts.own.push(join(shown, listed[i]!.name))
         else if (verdict !== "hidden") items.push(verdict)
-      }
+      })
       this.stack.push({ dir, shown, relative, depth, items, index: 0, rules })
       pushed = true
     } finally {
@@ -361,11 +372,15 @@ export class Walk {
     }
   }
 
-  /** An entry's fate: left out (`ignored` counts in the notices, `hidden` does not), or listed. */
-  private verdict(entry: Item, path: string, relative: string): Item | "ignored" | "hidden" {
+  /**
+   * An entry's fate: left out (`ignored` counts in the notices, `own` is named there, `hidden` is
+   * not said), or listed.
+   */
+  private verdict(entry: Item, path: string, relative: string): Item | "ignored" | "own" | "hidden" {
     const isDirectory = entry.kind === "directory"
     if (!this.options.includeIgnored) {
       if (entry.name === ".git") return "hidden"
+      if (entry.name === OWN_FOLDER && isDirectory) return "own"
       if (entry.name === "node_modules" || ignoredBy(this.levels, path, isDirectory)) return "ignored"
     }
     const matched = this.options.match === undefined ? true : this.options.match(relative, isDirectory)
