@@ -60,7 +60,7 @@ describe("agentloop chat (in a pseudo-terminal)", () => {
       assert.include(cli.output(), "+ two", "the edit's diff is shown")
       at = await answer(cli, "allow?", "a", at)
       await cli.waitFor("all done", 90_000, at)
-      at = await answer(cli, "session:", "/cost", at)
+      at = await answer(cli, /usage:[^\n]*\n/, "/cost", at)
       // 600 input tokens at $2/M and 50 output tokens at $8/M
       await cli.waitFor(/session: +600 tokens in, 50 out · \$0\.0016/, 90_000, at)
       assert.match(cli.output().slice(at), /last run: +600 tokens in, 50 out · \$0\.0016/)
