@@ -7,12 +7,13 @@
  *
  * @since 0.1.0
  */
+import { sessionRecordsOf, undoneRuns } from "@agentloop/core"
 import { Effect, Option } from "effect"
 import { CliError, reportCliError } from "./CliError.ts"
 import { forkSession, promptsOf, readSessionById } from "./internal/Fork.ts"
 import { workspaceOf } from "./internal/Setup.ts"
 import { stripControl } from "./Sanitize.ts"
-import { hasConversation, listSessions, SESSIONS_FOLDER } from "./Sessions.ts"
+import { ANSWERED, hasConversation, listSessions, SESSIONS_FOLDER } from "./Sessions.ts"
 
 const oneLine = (text: string, max: number): string => {
   const line = stripControl(text).replace(/\s+/g, " ").trim()
@@ -62,7 +63,8 @@ export const listCommand = (options: {
 
 /**
  * `agentloop sessions show ID`: the session's header and its prompts, numbered from 1, each with
- * how its run ended and its steps.
+ * how its run ended (`undone` for a prompt an undo took back: it keeps its number) and its steps (the
+ * model's answers, `ANSWERED`).
  *
  * @since 0.1.0
  * @category commands
@@ -81,14 +83,17 @@ export const showCommand = (options: {
       out.push(`forked from ${oneLine(header.forkedFrom.session, 60)} at prompt ${header.forkedFrom.prompt}`)
     }
     const runs = promptsOf(loaded)
+    const undone = undoneRuns(sessionRecordsOf(loaded.records))
     if (runs.length === 0) out.push("no prompts yet")
     runs.forEach((run, i) => {
-      const ended = run.end === undefined ? "no end" : run.end.reason
-      const steps = run.end?.steps
+      const ended = undone.has(i + 1) ? "undone" : run.end === undefined ? "no end" : run.end.reason
+      // the model's answers up to the next prompt, as `agentloop sessions` counts them
+      const steps = loaded.messages.slice(run.from, runs[i + 1]?.from ?? loaded.messages.length)
+        .filter((m) => m.role === "assistant" && ANSWERED.has(m.stopReason)).length
       out.push(
-        `${String(i + 1).padStart(3)}  ${ended.padEnd(8)} ${
-          steps === undefined ? "        " : `${String(steps).padStart(3)} step(s)`
-        }  ${oneLine(run.start.prompt ?? "", 80)}`
+        `${String(i + 1).padStart(3)}  ${ended.padEnd(8)} ${String(steps).padStart(3)} step(s)  ${
+          oneLine(run.start.prompt ?? "", 80)
+        }`
       )
     })
     if (runs.length > 0) {

@@ -316,6 +316,9 @@ describe("agentloop chat --continue and agentloop sessions, end to end", () => {
         assert.strictEqual((await cliRun(ws, ["undo"])).code, 0)
         listed = await cliRun(ws, ["sessions"])
         assert.match(line(listed.out, idOf(undone!)), /  1 step\(s\)  stop +one$/, listed.out)
+        // sessions show keeps the undone prompt's number, marked
+        const shown = await cliRun(ws, ["sessions", "show", idOf(undone!)])
+        assert.match(shown.out, /\n {2}1 {2}stop +1 step\(s\) {2}one\n {2}2 {2}undone +1 step\(s\) {2}two\n/)
 
         assert.strictEqual((await cliRun(ws, ["undo"])).code, 0)
         listed = await cliRun(ws, ["sessions"])
