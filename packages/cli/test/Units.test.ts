@@ -10,7 +10,7 @@ import type { ApprovalRecord } from "../src/Approvals.ts"
 import { chooseCut, estimateTokens, makeCompactor, SUMMARY_HEADER, toolDefinitionsChars } from "../src/Compaction.ts"
 import { rebuildRun, sameMessages } from "../src/Durable.ts"
 import { stripControl } from "../src/Sanitize.ts"
-import { summarize } from "../src/Sessions.ts"
+import { outlineSession, summarize } from "../src/Sessions.ts"
 import { makeStyle } from "../src/Style.ts"
 
 const user = (text: string): Message => ({ role: "user", content: text })
@@ -418,7 +418,7 @@ describe("a session written by 0.1, read through core's session records", () => 
       const loaded = yield* parseTranscript(text, "coding-session.jsonl")
       const records = sessionRecordsOf(loaded.records)
       assert.strictEqual(records.length, loaded.records.length, "every record decodes")
-      const summary = summarize("s", records)
+      const summary = summarize("s", yield* outlineSession(text, "coding-session.jsonl"))
       assert.deepStrictEqual(
         { ...summary, usage: undefined },
         {
@@ -426,8 +426,10 @@ describe("a session written by 0.1, read through core's session records", () => 
           at: 1795000000000,
           firstPrompt: "Fix the failing test in src/math.js",
           runs: 3,
-          steps: 5,
+          // the model's answers: the last run's ended in an error, so it is no step
+          steps: 4,
           ended: "error",
+          unfinished: false,
           usage: undefined,
           model: "claude-sonnet-4-5"
         }
