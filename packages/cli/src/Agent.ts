@@ -315,8 +315,9 @@ const makeAgent = (
         if (!outputClosed() && !display.destroyed) display.write(text)
       },
       live: display.isTTY === true,
-      columns: () => display.columns,
-      rows: () => display.rows
+      // (asked of the terminal at each draw: a resize is seen before its SIGWINCH is handled)
+      columns: () => display.isTTY === true ? display.getWindowSize()[0] : display.columns,
+      rows: () => display.isTTY === true ? display.getWindowSize()[1] : display.rows
     })
     yield* useScreen(screen)
     // (the controller shows no notice once the output is gone)

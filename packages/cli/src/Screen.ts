@@ -3,13 +3,20 @@
  * lines redrawn in place — the status line of running tools, the messages typed while a run works
  * and waiting to be sent, the line being typed. Output never lands inside the footer, nor the
  * footer inside the output: before a write the footer is erased (the cursor goes back to where the
- * output ended, which was saved with DECSC), after it the footer is drawn again below, so even a
- * streamed line that is not finished yet goes on where it was.
+ * output ended), after it the footer is drawn again below, so even a streamed line that is not
+ * finished yet goes on where it was.
  *
- * The room the footer takes is made before the cursor is saved (by moving down with IND, which
- * scrolls at the bottom of the screen), so drawing it never scrolls and the saved place stays
- * right. Footer lines are cut (or, for the typed text, wrapped) one column short of the width, so
- * no line wraps on its own.
+ * The way back is counted from where the cursor is, never from a saved place on the screen: a
+ * terminal that is resized reflows its lines and moves them to and from its history, keeping the
+ * cursor beside the text it was in, while a saved place (DECSC) stays on its row of the screen —
+ * going back there erased output. So the rows of the footer above the cursor are counted at the
+ * width the terminal has now (each footer row wraps on its own), the cursor goes up past them to the
+ * output's last row, and to the column where the unfinished output line ends (its width in cells).
+ * A resize reported while the footer is up (`resized`) draws it again at once.
+ *
+ * The room the footer takes is made first (by moving down with IND, which scrolls at the bottom of
+ * the screen), so drawing it never scrolls. Footer lines are cut (or, for the typed text, wrapped)
+ * one column short of the width, so no line wraps on its own.
  *
  * Not on a terminal (a pipe, CI), there is no footer: output is written as it is.
  *
@@ -17,6 +24,7 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
+import { CliOutput } from "effect/cli"
 
 /**
  * The parts of the footer, drawn in this order from the top: the running tools' status line, the
@@ -61,6 +69,8 @@ export interface Screen {
    * After it the cursor is taken to be at the start of a line, and the footer comes back.
    */
   readonly suspend: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  /** The terminal was resized: the footer is drawn again, from where the cursor is now (see the module). */
+  readonly resized: () => void
 }
 
 /**
@@ -117,6 +127,23 @@ const piecesOf = (line: string, width: number, wrap: boolean): Array<string> => 
   return pieces
 }
 
+/** `line` cut after `column` visible columns (colour sequences take none), as `piecesOf` counts them. */
+const splitAt = (line: string, column: number): [string, string] => {
+  let columns = 0
+  let i = 0
+  while (i < line.length && columns < column) {
+    SGR.lastIndex = i
+    const sgr = SGR.exec(line)
+    if (sgr !== null) {
+      i += sgr[0].length
+      continue
+    }
+    i += String.fromCodePoint(line.codePointAt(i)!).length
+    columns++
+  }
+  return [line.slice(0, i), line.slice(i)]
+}
+
 /**
  * A screen over `options.write` (see the module's description).
  *
@@ -127,8 +154,12 @@ export const makeScreen = (options: ScreenOptions): Screen => {
   const { live } = options
   const blocks = new Map<FooterSlot, FooterBlock>()
   let atLineStart = true
-  /** The footer is on the screen, on the rows below the saved cursor (this many of them). */
-  let drawn: { readonly below: number } | undefined
+  /** The width of the output's unfinished last line (terminal cells). */
+  let partialWidth = 0
+  /** The footer is on the screen, below the output: its rows, and where the cursor was left in them. */
+  let drawn:
+    | { readonly rows: ReadonlyArray<string>; readonly cursor: { readonly row: number; readonly col: number } }
+    | undefined
   let suspended = 0
 
   const size = (read: (() => number | undefined) | undefined, fallback: number) => {
@@ -162,37 +193,62 @@ export const makeScreen = (options: ScreenOptions): Screen => {
     return { rows, cursor }
   }
 
+  /**
+   * The footer erased, the cursor back where the output ended (see the module's description): `ESC 7` is
+   * used only within this one write, to come back after clearing the rows below (a move down stops at the
+   * bottom of the screen).
+   */
   const erase = (): string => {
     if (drawn === undefined) return ""
-    const { below } = drawn
+    const { cursor, rows } = drawn
     drawn = undefined
-    // back to where the output ended, its row cleared from there and the footer's rows below it, one by
-    // one (not with ED: at the top left of the screen tmux takes an ED for a clear and keeps the screen
-    // in its history)
-    return `\u001b8\u001b[K${"\u001b[1B\u001b[2K".repeat(below)}\u001b8`
+    const columns = size(options.columns, 80)
+    const heights = rows.map((row) => Math.max(1, Math.ceil(CliOutput.displayWidth(row) / columns)))
+    const above = heights.slice(0, cursor.row).reduce((a, b) => a + b, 0) + Math.floor(cursor.col / columns)
+    const total = heights.reduce((a, b) => a + b, 0)
+    const up = (n: number) => (n > 0 ? `\u001b[${n}A` : "")
+    // (row by row, not with ED: at the top left of the screen tmux takes an ED for a clear and keeps the
+    // screen in its history)
+    const clear = (below: number) => `\u001b7\u001b[K${"\u001b[1B\u001b[2K".repeat(below)}\u001b8`
+    // at a line start (or after a line that fills its last row): the output goes on at the footer's first row
+    const column = partialWidth % columns
+    if (atLineStart || column === 0) return `${up(above)}\r${clear(total - 1)}`
+    // else on the row above it, after the unfinished line's last cell
+    return `${up(above + 1)}\u001b[${column + 1}G${clear(total)}`
   }
 
   const draw = (): string => {
     if (!live || suspended > 0 || blocks.size === 0) return ""
-    const { cursor, rows } = layout()
+    const layout_ = layout()
+    const { rows } = layout_
     if (rows.length === 0) return ""
+    // the cursor: in the line being typed, else at the start of the footer
+    const cursor = layout_.cursor === undefined ?
+      { row: 0, col: 0 } :
+      { row: Math.min(layout_.cursor.row, rows.length - 1), col: layout_.cursor.col }
     // the rows the footer needs below the cursor's row, made first (IND scrolls at the bottom)
     const below = atLineStart ? rows.length - 1 : rows.length
     let out = below > 0 ? `${"\u001bD".repeat(below)}\u001b[${below}A` : ""
-    out += "\u001b7"
     out += atLineStart ? "\r" : "\u001bD\r"
-    out += rows.join("\r\n")
-    if (cursor !== undefined) {
-      const up = rows.length - 1 - cursor.row
-      out += `${up > 0 ? `\u001b[${up}A` : ""}\r${cursor.col > 0 ? `\u001b[${cursor.col}C` : ""}`
-    }
-    drawn = { below }
+    // the cursor's place saved as it is passed and taken back at the end; the rows drawn with autowrap off,
+    // each clearing the rest of its row: on a terminal narrower than it says (tmux reflows at once and tells
+    // the program later) a row is cut by the terminal, never wrapped onto more rows nor scrolling the screen
+    const [before, after] = splitAt(rows[cursor.row]!, cursor.col)
+    out += "\u001b[?7l"
+    out += [...rows.slice(0, cursor.row), `${before}\u001b7${after}`, ...rows.slice(cursor.row + 1)]
+      .map((row) => `${row}\u001b[K`).join("\r\n")
+    out += "\u001b[?7h\u001b8"
+    drawn = { rows, cursor: { row: cursor.row, col: CliOutput.displayWidth(before) } }
     return out
   }
 
   const track = (text: string) => {
     const plain = text.replace(TRAILING_SGR, "")
     if (plain.length > 0) atLineStart = plain.endsWith("\n")
+    const last = Math.max(text.lastIndexOf("\n"), text.lastIndexOf("\r"))
+    partialWidth = last >= 0
+      ? CliOutput.displayWidth(text.slice(last + 1))
+      : partialWidth + CliOutput.displayWidth(text)
   }
 
   const sameBlock = (a: FooterBlock | undefined, b: FooterBlock | undefined) =>
@@ -229,6 +285,7 @@ export const makeScreen = (options: ScreenOptions): Screen => {
           let out = erase()
           if (live && !atLineStart) out += "\r\n"
           atLineStart = true
+          partialWidth = 0
           if (out.length > 0) options.write(out)
         }),
         () => effect,
@@ -236,10 +293,16 @@ export const makeScreen = (options: ScreenOptions): Screen => {
           Effect.sync(() => {
             suspended--
             atLineStart = true
+            partialWidth = 0
             const out = draw()
             if (out.length > 0) options.write(out)
           })
-      )
+      ),
+    resized: () => {
+      if (drawn === undefined || suspended > 0) return
+      const out = erase() + draw()
+      if (out.length > 0) options.write(out)
+    }
   }
 }
 

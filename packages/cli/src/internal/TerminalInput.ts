@@ -182,15 +182,19 @@ export const makeTerminalInput = (
       if (active !== undefined) active({ type: "key", name: "eof" })
       else controller.requestExit(0)
     }
+    // the terminal reflowed its lines: the footer is drawn again from where the cursor is now
+    const onResize = () => screen.resized()
     yield* Effect.acquireRelease(
       Effect.sync(() => {
         attach()
         input.on("end", onEnd)
+        output.on("resize", onResize)
       }),
       () =>
         Effect.sync(() => {
           closed = true
           input.removeListener("end", onEnd)
+          output.removeListener("resize", onResize)
           if (editor === undefined) detach()
           editor?.kill("SIGKILL")
         })

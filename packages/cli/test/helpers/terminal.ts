@@ -8,6 +8,7 @@
  * program's mistake).
  */
 import xterm from "@xterm/headless"
+import { spawnSync } from "node:child_process"
 
 export interface VirtualTerminal {
   /** Gives the terminal `text` (a line feed also returns the carriage, as a tty's ONLCR does). */
@@ -41,5 +42,76 @@ export const virtualTerminal = (cols: number, rows: number): VirtualTerminal => 
     screen: () => rowsFrom(term.buffer.active.baseY, term.buffer.active.baseY + rows),
     all: () => rowsFrom(0, term.buffer.active.length),
     cursor: () => ({ row: term.buffer.active.cursorY, col: term.buffer.active.cursorX })
+  }
+}
+
+/**
+ * A program in a real terminal that can be resized: a tmux pane (its own tmux server, no user
+ * config), what a user sees of it read back with `capture-pane` — its scrollback too — as the
+ * terminal has reflowed it.
+ */
+export interface TmuxTerminal {
+  /** Types `text` as it is (`keys`: tmux key names such as `Enter`, `Escape`). */
+  readonly type: (text: string) => void
+  readonly keys: (...names: ReadonlyArray<string>) => void
+  /** Makes the terminal `cols` × `rows` (the program gets SIGWINCH). */
+  readonly resize: (cols: number, rows: number) => void
+  /** Every line: the scrollback, then the screen; a line the terminal wrapped is joined back into one. */
+  readonly lines: () => Array<string>
+  /** Resolves with the lines once `test` holds of them, failing past `timeoutMs` with what it shows. */
+  readonly waitFor: (test: (lines: Array<string>) => boolean, timeoutMs?: number) => Promise<Array<string>>
+  /** Whether the program is still running. */
+  readonly running: () => boolean
+  /** Ends the tmux server (and the program with it). */
+  readonly close: () => void
+}
+
+export const tmuxTerminal = (
+  command: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env: NodeJS.ProcessEnv; readonly cols: number; readonly rows: number }
+): TmuxTerminal => {
+  const socket = `agentloop-test-${process.pid}-${Math.random().toString(16).slice(2)}`
+  const tmux = (...args: ReadonlyArray<string>) => {
+    const run = spawnSync("tmux", ["-L", socket, "-f", "/dev/null", ...args], { cwd: options.cwd, encoding: "utf8" })
+    if (run.error !== undefined) throw new Error(`tmux could not run (is it installed?): ${run.error.message}`)
+    return run
+  }
+  const quote = (word: string) => `'${word.replace(/'/g, `'\\''`)}'`
+  const env = Object.entries({ ...options.env, TERM: "xterm-256color" }).filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${k}=${quote(v!)}`)
+  const started = tmux(
+    "new-session",
+    "-d",
+    "-s",
+    "t",
+    "-x",
+    String(options.cols),
+    "-y",
+    String(options.rows),
+    `exec env -i ${env.join(" ")} ${command.map(quote).join(" ")}`
+  )
+  if (started.status !== 0) throw new Error(`tmux new-session failed: ${started.stderr}`)
+  tmux("set-option", "-g", "history-limit", "100000")
+  tmux("set-option", "-g", "remain-on-exit", "on")
+  const lines = () => {
+    const shown = tmux("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", "t").stdout
+    return shown.split("\n").map((l) => l.trimEnd())
+  }
+  return {
+    type: (text) => void tmux("send-keys", "-t", "t", "-l", text),
+    keys: (...names) => void tmux("send-keys", "-t", "t", ...names),
+    resize: (cols, rows) => void tmux("resize-window", "-t", "t", "-x", String(cols), "-y", String(rows)),
+    lines,
+    waitFor: async (test, timeoutMs = 90_000) => {
+      const end = Date.now() + timeoutMs
+      while (Date.now() < end) {
+        const shown = lines()
+        if (test(shown)) return shown
+        await new Promise((r) => setTimeout(r, 50))
+      }
+      throw new Error(`timed out waiting for the terminal; it shows:\n${lines().join("\n")}`)
+    },
+    running: () => tmux("display-message", "-p", "-t", "t", "#{pane_dead}").stdout.trim() === "0",
+    close: () => void tmux("kill-server")
   }
 }
