@@ -287,7 +287,7 @@ export const summarize = (id: string, lines: ReadonlyArray<SessionLine>): Sessio
 
 /**
  * Whether a session holds a conversation to go on with: at least one answer of the model
- * (`ANSWERED`) in what it continues, or a run left that has not ended (a killed process, a durable
+ * (`ANSWERED`) in what it continues, or its last run left has not ended (a killed process, a durable
  * run to resume). A session `/clear` just opened, one whose runs all failed before the model
  * answered (an unreachable server, a refused key), and one whose every prompt was undone hold none.
  * The one rule of `--continue` (which skips such sessions) and `agentloop sessions` (which does not
