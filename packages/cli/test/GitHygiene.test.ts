@@ -33,8 +33,9 @@ const repository = (): string => {
 }
 
 /**
- * One `agentloop run` whose model changes the committed file (a checkpoint keeps the old one), runs bash with an output long
- * enough to be kept whole (the output store), then greps for TODO; returns what grep answered.
+ * One `agentloop run` whose model changes the committed file (a checkpoint keeps the old one), runs
+ * bash with an output long enough to be kept whole (the output store), then greps for TODO;
+ * returns what grep answered.
  */
 const run = async (ws: string): Promise<string> => {
   const server = await scriptServer([
