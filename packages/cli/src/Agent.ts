@@ -165,8 +165,10 @@ export const usageLine = (options: {
     ...(options.costNote && (last?.cost === undefined) && last !== undefined ? ["cost unknown for this model"] : [])
   ]
   const line = (count: number) => `  ${[...parts, ...optional.slice(0, count)].join(" · ")}`
+  // (a terminal that does not say its width, 0 columns, is not fitted)
+  const columns = options.columns !== undefined && options.columns > 0 ? options.columns : undefined
   let count = optional.length
-  while (count > 0 && options.columns !== undefined && line(count).length > options.columns) count--
+  while (count > 0 && columns !== undefined && line(count).length > columns) count--
   return line(count)
 }
 

@@ -7,6 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
+import { usageLine } from "../src/Agent.ts"
 import { answer, makeWorkspace, providerFlags, scriptServer, startCli, testEnv } from "./helpers/agent.ts"
 
 /** Runs the CLI in a pipe to its end: exit code, stdout, stderr. */
@@ -26,6 +27,23 @@ const oneError = (r: { code: number | null; stdout: string; stderr: string }): s
 }
 
 describe("the first hour", () => {
+  it("the usage line: the session's total only when it differs; parts left out from the end to fit", () => {
+    const run = { input: 1200, output: 34 }
+    const context = "context: 1234 of 10.0k (12%)"
+    const line = (columns: number | undefined, session = run, costNote = true) =>
+      usageLine({ last: run, session, context, costNote, columns })
+    const full = "  usage: 1200 tokens in, 34 out · context: 1234 of 10.0k (12%) · cost unknown for this model"
+    assert.strictEqual(line(undefined), full, "a pipe: the whole line")
+    assert.strictEqual(line(0), full, "a terminal that does not say its width: the whole line")
+    assert.strictEqual(line(80), "  usage: 1200 tokens in, 34 out · context: 1234 of 10.0k (12%)")
+    assert.strictEqual(line(40), "  usage: 1200 tokens in, 34 out")
+    assert.strictEqual(line(undefined, run, false), "  usage: 1200 tokens in, 34 out · context: 1234 of 10.0k (12%)")
+    assert.strictEqual(
+      line(undefined, { input: 2400, output: 68 }, false),
+      "  usage: 1200 tokens in, 34 out · session: 2400 tokens in, 68 out · context: 1234 of 10.0k (12%)"
+    )
+  })
+
   it(
     "on a 120-column terminal: the approval question says what a! does; the line after each run fits one row, " +
       "names the session's total only once it differs, and says the cost is unknown once",
