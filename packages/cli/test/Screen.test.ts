@@ -89,6 +89,42 @@ describe("screen: output above, a live footer below", () => {
       ])
     }))
 
+  it("a terminal narrower than it says (tmux tells a resize late): the footer is cut, never wraps, output stays", async () => {
+    // the screen is told 60 columns; the terminal has 30
+    const vt = virtualTerminal(30, 6)
+    let pending = ""
+    const screen = makeScreen({ write: (t) => void (pending += t), live: true, columns: () => 60, rows: () => 6 })
+    const settle = async () => {
+      const text = pending
+      pending = ""
+      await vt.feed(text)
+    }
+    const hint = "  Enter: steer the run now · Esc: stop the run"
+    const expected: Array<string> = []
+    for (let i = 1; i <= 8; i++) {
+      screen.write(`line ${i} `)
+      screen.setBlock("input", { lines: [`» typed ${i}`, hint], cursor: { line: 0, column: 9 }, wrap: true })
+      screen.write("of 8\n")
+      expected.push(`line ${i} of 8`)
+      await settle()
+    }
+    const rows = vt.all().filter((l) => l.length > 0)
+    assert.deepStrictEqual(rows.slice(0, -1), [...expected, "» typed 8"])
+    // (with autowrap off the terminal writes what goes past the edge on its last column)
+    assert.strictEqual(rows.at(-1)!.slice(0, 29), hint.slice(0, 29))
+  })
+
+  it("a wide character in the unfinished line: the rest of it goes on right after it", async () => {
+    const { screen, settle, vt } = onTerminal(20, 6)
+    screen.write("答え: ")
+    screen.setBlock("status", { lines: ["⠋ waiting"] })
+    screen.write("はい")
+    screen.setBlock("status", { lines: ["⠙ waiting"] })
+    screen.write(" done\n")
+    await settle()
+    assert.deepStrictEqual(vt.screen().slice(0, 2), ["答え: はい done", "⠙ waiting"])
+  })
+
   it("not on a terminal: output is written as it is and there is no footer", () => {
     let out = ""
     const screen = makeScreen({ write: (t) => void (out += t), live: false })
