@@ -89,7 +89,7 @@ describe("screen: output above, a live footer below", () => {
       ])
     }))
 
-  it("a terminal narrower than it says (tmux tells a resize late): the footer is cut, never wraps, output stays", async () => {
+  it("narrower than it says (tmux tells a resize late): the footer is cut, never wrapped; output stays", async () => {
     // the screen is told 60 columns; the terminal has 30
     const vt = virtualTerminal(30, 6)
     let pending = ""
