@@ -77,8 +77,8 @@ describe("the first hour", () => {
         const shown = await cli.waitForScreen((s) => s.all.filter((r) => r.startsWith("  usage:")).length === 2)
         // each is one whole row: a line that wrapped would not be equal to its text
         assert.deepStrictEqual(shown.all.filter((r) => r.startsWith("  usage:")), [
-          "  usage: 23.5k tokens in (100.0k cached), 7890 out · context: 131.3k of 400.0k (33%) · cost unknown for this " +
-          "model",
+          "  usage: 23.5k tokens in (100.0k cached), 7890 out · context: 131.3k of 400.0k (33%) · " +
+          "cost unknown for this model",
           "  usage: 23.5k tokens in (100.0k cached), 7890 out · session: 46.9k tokens in (200.0k cached), 15.8k out"
         ])
         cli.write("/exit\r")
@@ -122,13 +122,15 @@ describe("the first hour", () => {
       ])
       assert.strictEqual(
         oneError(known),
-        "agentloop: the model gpt-4.1 needs a provider: add --provider openai-compat (gpt-4.1 is an OpenAI model; the " +
-          "choices are openai-compat and anthropic), or set AGENTLOOP_PROVIDER or \"provider\" in .agentloop/config.json\n"
+        "agentloop: the model gpt-4.1 needs a provider: add --provider openai-compat (gpt-4.1 is an OpenAI " +
+          "model; the choices are openai-compat and anthropic), or set AGENTLOOP_PROVIDER or \"provider\" in " +
+          ".agentloop/config.json\n"
       )
       assert.include(oneError(claude), "add --provider anthropic (claude-sonnet-4-5 is an Anthropic model;")
       assert.strictEqual(
         oneError(other),
-        "agentloop: the model qwen2.5-coder needs a provider: add --provider openai-compat (OpenAI, Ollama, llama.cpp, " +
+        "agentloop: the model qwen2.5-coder needs a provider: add --provider openai-compat (OpenAI, Ollama, " +
+          "llama.cpp, " +
           "vLLM, LM Studio...) or --provider anthropic, or set AGENTLOOP_PROVIDER or \"provider\" in " +
           ".agentloop/config.json\n"
       )
