@@ -1,8 +1,14 @@
 /**
  * The loop guide's example (docs/guide/loop.md): `runAgentLoop` composed into a larger Effect program with layers.
- * A scripted model stands in for a provider here, so it runs offline (`npm run build`, then `node
- * examples/minimal.ts`);
- * swap `ModelLive` for a provider layer in a real program.
+ * A scripted model stands in for a provider here, so it runs offline; swap `ModelLive` for a provider layer in a
+ * real program.
+ *
+ * Run it from the root of a clone after `npm ci` (which builds the packages and brings Node.js 22, whose type
+ * stripping runs a .ts file as it is; a Node.js older than 22.18 on your PATH cannot):
+ *
+ * $ node_modules/.bin/node examples/minimal.ts
+ *
+ * (`npm run docs:check` runs every `$` line of an example's header, so the command above keeps working.)
  */
 import { callbackSinkLayer, defineTool, runAgentLoop, ToolError, toolExecutorLayer } from "@agentloop/core"
 import { scriptedModelLayer, toolCall, turn } from "@agentloop/testkit"
