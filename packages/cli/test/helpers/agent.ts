@@ -6,13 +6,14 @@
  */
 import { spawn } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, realpathSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import type { Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { afterAll } from "vitest"
 import { virtualTerminal } from "./terminal.ts"
 
 export const bin = fileURLToPath(new URL("../../bin/agentloop.js", import.meta.url))
@@ -226,8 +227,18 @@ export const PNG = Buffer.from(
   "base64"
 )
 
-/** A fresh workspace folder (real path). */
-export const makeWorkspace = (): string => realpathSync(mkdtempSync(join(tmpdir(), "agentloop-agent-test-")))
+const workspaces: Array<string> = []
+// The workspaces of a test file are removed once its tests are done (a run of the suite made ~500)
+afterAll(() => {
+  for (const workspace of workspaces.splice(0)) rmSync(workspace, { recursive: true, force: true, maxRetries: 3 })
+})
+
+/** A fresh workspace folder (real path), removed after the test file's last test. */
+export const makeWorkspace = (): string => {
+  const workspace = realpathSync(mkdtempSync(join(tmpdir(), "agentloop-agent-test-")))
+  workspaces.push(workspace)
+  return workspace
+}
 
 /** The environment the CLI runs with in tests: no config or history from the machine, no colours forced. */
 export const testEnv = (workspace: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
