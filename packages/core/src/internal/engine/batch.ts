@@ -1,39 +1,39 @@
 /**
  * One tool batch: every call of one assistant message answered exactly once, in call order,
- * whatever happens.
+ * whatever happens. This module is the batch's staging only: which calls run together, in what
+ * order, and what answers the calls an abort stopped. Each call's own path is in toolCall.ts, as
+ * named steps: decide -> approve -> claim -> run -> answer.
  *
- * - The policy is consulted before each call (the step `policy/<n>/<i>`): denied calls get a
- *   skipped result (`denied`); `ask` asks the journal for an approval and waits for the answer; a
- *   policy that fails answers its call with an error result (it does not run) and ends the run
+ * - Calls run in stages (`batchStages`): a run of calls that may run concurrently (up to
+ *   `ToolConcurrency`), or an `exclusive` tool's call alone (calls before it finish first, calls
+ *   after it start after it).
+ * - With a policy, a stage first decides on each of its calls (`decideCall`, the step
+ *   `policy/<n>/<i>`), then runs them (`toolCall`), those that ask for an approval last (so the calls
+ *   that need no answer are running before an approval parks: a durable engine suspends the run once
+ *   every branch waits and no step is in flight). Without one, every call is allowed.
+ * - A policy that fails answers its call with an error result (it does not run) and ends the run
  *   `error` once the batch is answered.
- * - Each call is the step `call/<n>/<i>`, whose value is the call's result.
- * - Calls run concurrently (up to `ToolConcurrency`), except `exclusive` tools, which run alone:
- *   calls before them finish first, calls after them start after them.
- * - A call over its time limit is interrupted and answered with a timeout error.
- * - Traced, each call is a span (`execute_tool`) from its policy's decision to its result, and the
- *   wait for an approval a span inside it (see spans.ts).
  * - An abort (`signal`) stops what is running or waiting, on every engine the same way: the batch
  *   is stopped from outside and its finalizer answers every call left (interrupted, or skipped
  *   when it never started) before anything else can look at the results. A journal that replays
  *   answers those calls' steps on a replay from their claims (a call claimed is answered
  *   interrupted, one never claimed skipped): the same results.
  */
-import { Duration, Effect, Exit, Fiber, Semaphore } from "effect"
+import { Effect, Exit, Fiber, Semaphore } from "effect"
+import type { Duration } from "effect"
 import type { ExecutorShape } from "../../Executor.ts"
 import type { ToolCall, ToolResultMessage } from "../../Message.ts"
 import type { ToolDefinition } from "../../Model.ts"
-import { decide } from "../../Policy.ts"
 import type { ApprovalAnswer, ToolPolicy } from "../../Policy.ts"
 import type { RunJournalShape } from "../../RunJournal.ts"
 import type { AgentTraceInfo } from "../../Tracing.ts"
-import { errorResult, skippedResult } from "../../Transcript.ts"
-import { describeCause } from "../rules/common.ts"
+import { skippedResult } from "../../Transcript.ts"
 import { awaitAbort } from "./common.ts"
-import { CallRecord, PolicyRecord } from "./records.ts"
-import { abortRunningCalls, changeAndEmit, RunningCalls } from "./shortcuts.ts"
+import type { PolicyRecord } from "./records.ts"
+import { abortRunningCalls, RunningCalls } from "./shortcuts.ts"
 import type { Emit } from "./shortcuts.ts"
-import { traceApproval, traceCall } from "./spans.ts"
-import { batchStages, deniedResult, interruptedResult, runToolCall } from "./toolCall.ts"
+import { allowed, answerCall, decideCall, interruptedResult, toolCall } from "./toolCall.ts"
+import type { Batch } from "./toolCall.ts"
 
 /** What a batch needs from its run. */
 export interface BatchSettings {
@@ -62,27 +62,90 @@ export interface BatchSettings {
   readonly replayAnswer: ((call: ToolCall) => Effect.Effect<void>) | undefined
 }
 
-/** The policy's decision for a call, or how it failed (as data: a failure is the run's, not the batch's). */
-const decidePolicy = (policy: ToolPolicy, call: ToolCall, definition: ToolDefinition | undefined) =>
-  Effect.map(Effect.exit(decide(policy, call, definition)), (exit): PolicyRecord =>
-    Exit.isSuccess(exit) ?
-      exit.value :
-      {
-        _tag: "Failed",
-        error: `the run's policy failed on call "${call.id}" (${call.name}): ${describeCause(exit.cause)}`
-      })
+/**
+ * Groups call indices into stages, run one after another: a run of non-exclusive calls (which
+ * may run concurrently), or one exclusive call alone.
+ *
+ * @since 0.1.0
+ * @category batch
+ */
+export const batchStages = (
+  calls: ReadonlyArray<ToolCall>,
+  definitions: ReadonlyMap<string, ToolDefinition>
+): Array<Array<number>> => {
+  const stages: Array<Array<number>> = []
+  let current: Array<number> = []
+  calls.forEach((call, index) => {
+    if (definitions.get(call.name)?.exclusive === true) {
+      if (current.length > 0) stages.push(current)
+      stages.push([index])
+      current = []
+    } else {
+      current.push(index)
+    }
+  })
+  if (current.length > 0) stages.push(current)
+  return stages
+}
 
-/** The result of a call its policy could not decide: it does not run. */
-const policyFailedResult = (call: ToolCall, error: string): ToolResultMessage =>
-  errorResult(call, `Tool call was not executed because ${error}`, { skipped: true, reason: "policy-failed" })
+/**
+ * `f` for each of `items`, at most `cap` at a time. The cap is a semaphore over items all forked
+ * at once, not forEach's own bound: a bounded forEach starts the next item from the observer of one
+ * that ended, and when that start ends another item synchronously (a call's tool_start reached a
+ * sink whose callback interrupts the run, whose stage then fires the running calls' signals), it
+ * re-enters its loop and starts the same item again (effect 4.1: a call ran twice). Unbounded,
+ * forEach never starts an item from an observer.
+ */
+const capped = <I, A, D extends boolean>(
+  cap: number | "unbounded",
+  items: ReadonlyArray<I>,
+  f: (item: I) => Effect.Effect<A>,
+  discard: D
+): Effect.Effect<D extends true ? void : Array<A>> => {
+  const gate = cap === "unbounded" || cap >= items.length ? undefined : Semaphore.makeUnsafe(cap)
+  const each = gate === undefined ? f : (item: I) => gate.withPermits(1)(Effect.suspend(() => f(item)))
+  return Effect.forEach(items, each, { concurrency: "unbounded", discard }) as Effect.Effect<
+    D extends true ? void : Array<A>
+  >
+}
 
-const allowed: PolicyRecord = { _tag: "Allow" }
-const abortedFirst: PolicyRecord = { _tag: "Aborted" }
+/**
+ * The calls of a stage, concurrently (`run(item)` for each of `items`, at most `cap` at a time), in
+ * a fiber of their own whose calls register their controllers in `running` and run in the fibers
+ * `forEach` gives them (see runToolCall): when the stage is interrupted (an abort, the run's
+ * interruption), every running call's signal fires first, then the fiber and its calls are
+ * interrupted. So a tool's signal fires before its own interrupt finalizers with one fiber per call
+ * instead of two.
+ */
+const concurrently = <I>(
+  cap: number | "unbounded",
+  items: ReadonlyArray<I>,
+  run: (item: I) => Effect.Effect<unknown>
+): Effect.Effect<void> => {
+  const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
+  const stageCalls = Effect.provideService(capped(cap, items, run, true), RunningCalls, running)
+  return Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(
+      Effect.forkChild(restore(stageCalls), { startImmediately: true }),
+      (fiber) =>
+        Effect.onInterrupt(
+          restore(Fiber.join(fiber)),
+          () => Effect.andThen(Effect.sync(() => abortRunningCalls(running)), Fiber.interrupt(fiber))
+        )
+    )
+  )
+}
 
-/** What comes of a call before it may start: it runs, or it is answered at once. */
-type Verdict = { readonly run: true } | { readonly run: false; readonly result: ToolResultMessage }
-const runs: Verdict = { run: true }
-const noReplay = () => Effect.void
+/** A call of a stage with its policy's decision. */
+interface Decided {
+  readonly index: number
+  readonly decision: PolicyRecord
+}
+
+/** The calls of a stage in the order they start: those that ask for an approval last. */
+const asksLast = (stage: ReadonlyArray<number>, decisions: ReadonlyArray<PolicyRecord>): Array<Decided> =>
+  stage.map((index, k): Decided => ({ index, decision: decisions[k]! }))
+    .sort((a, b) => Number(a.decision._tag === "Ask") - Number(b.decision._tag === "Ask"))
 
 /**
  * Runs the batch of step `step` and hands the results, in call order, to `onDone` (synchronously,
@@ -95,208 +158,36 @@ export const runBatch = (
   calls: ReadonlyArray<ToolCall>,
   onDone: (results: ReadonlyArray<ToolResultMessage>) => void
 ): Effect.Effect<void> => {
-  const { executor, emit, signal, policy, remembered, definitions, journal } = settings
-  const replays = journal.replays
-  const results: Array<ToolResultMessage | undefined> = new Array(calls.length)
-  const started: Array<boolean> = new Array(calls.length).fill(false)
-  // records the result and announces it, together (called only where the effect runs next)
-  const finish = (index: number, result: ToolResultMessage): Effect.Effect<ToolResultMessage> => {
-    const announced = changeAndEmit(emit, () => {
-      results[index] = result
-    }, { type: "tool_end", result })
-    return announced === Effect.void ? Effect.succeed(result) : Effect.as(announced, result)
+  const { concurrency, journal, policy, signal } = settings
+  const batch: Batch = {
+    settings,
+    step,
+    calls,
+    results: new Array(calls.length),
+    started: new Array(calls.length).fill(false)
   }
+  const run = (item: Decided) => toolCall(batch, item.index, item.decision)
+  const runAllowed = (index: number) => toolCall(batch, index, allowed)
+  const decide = (index: number) => decideCall(batch, index)
 
-  /** The policy's decision on call `index` (the step `policy/<n>/<i>`). */
-  const decisionOf = (index: number, call: ToolCall): Effect.Effect<PolicyRecord> =>
-    journal.step(
-      "policy",
-      step,
-      index,
-      PolicyRecord,
-      () => signal?.aborted ? Effect.succeed(abortedFirst) : decidePolicy(policy!, call, definitions.get(call.name)),
-      noReplay
-    )
-
-  /** The verdict on call `index` once its policy decided: at once, or after the approval it asks for. */
-  const verdictOf = (index: number, call: ToolCall, decision: PolicyRecord): Effect.Effect<Verdict> => {
-    switch (decision._tag) {
-      case "Allow":
-        return Effect.succeed(runs)
-      case "Aborted":
-        return Effect.succeed({ run: false, result: skippedResult(call, "aborted") })
-      case "Deny":
-        return Effect.succeed({ run: false, result: deniedResult(call, decision.reason) })
-      case "Failed":
-        settings.policyError ??= decision.error
-        return Effect.succeed({ run: false, result: policyFailedResult(call, decision.error) })
-      case "Ask": {
-        const known = remembered.get(call.name)
-        if (known !== undefined) return Effect.succeed(verdictOfAnswer(call, known))
-        const asked = journal.approval(step, index, call, emit, settings.approvalTimeout)
-        return Effect.map(settings.traced ? traceApproval(call, asked) : asked, (outcome) => {
-          if (outcome._tag === "Aborted") return { run: false, result: skippedResult(call, "aborted") }
-          if (outcome.answer.always === true) remembered.set(call.name, outcome.answer)
-          return verdictOfAnswer(call, outcome.answer)
-        })
-      }
-    }
-  }
-
-  /** Call `index` as it runs: started, executed. */
-  const execute = (
-    index: number,
-    call: ToolCall,
-    idempotencyKey: string | undefined
-  ): Effect.Effect<ToolResultMessage> => {
-    started[index] = true
-    const limit = definitions.get(call.name)?.timeoutMs ?? settings.defaultTimeout
-    const timeout = limit === undefined ? undefined : Duration.fromInputUnsafe(limit)
-    const announced = emit({ type: "tool_start", call })
-    const execution = runToolCall(
-      executor,
-      call,
-      emit,
-      timeout,
-      idempotencyKey === undefined ? undefined : { idempotencyKey }
-    )
-    // (a sink that took the event at once has nothing left to run)
-    return announced === Effect.void ? execution : Effect.andThen(announced, execution)
-  }
-
-  /** Call `index`, from its verdict to its result, as its span when traced. */
-  const traced = (index: number, answered: Effect.Effect<unknown>): Effect.Effect<unknown> =>
-    settings.traced ? traceCall(calls[index]!, settings.agent, answered, () => results[index]) : answered
-
-  /** The step of call `index`, once its verdict is known (call it where the effect runs next). */
-  const callStep = (index: number, call: ToolCall, verdict: Verdict): Effect.Effect<unknown> =>
-    journal.step(
-      "call",
-      step,
-      index,
-      CallRecord,
-      (): Effect.Effect<ToolResultMessage> => {
-        if (!verdict.run) return finish(index, verdict.result)
-        const claim = journal.claim
-        if (claim === undefined) {
-          if (signal?.aborted) return finish(index, skippedResult(call, "aborted"))
-          return Effect.flatMap(execute(index, call, undefined), (result) => finish(index, result))
-        }
-        return Effect.flatMap(claim(step, index, call, definitions.get(call.name)), (claimed) => {
-          // a call found started before was running when its process died, or when the run was
-          // aborted (answered then by the batch, not by its step): it is answered as it was then
-          if (signal?.aborted) {
-            return finish(index, claimed.again ? interruptedResult(call) : skippedResult(call, "aborted"))
-          }
-          if (claimed.again && claimed.atMostOnce) return finish(index, interruptedResult(call))
-          return Effect.flatMap(execute(index, call, claimed.idempotencyKey), (result) => finish(index, result))
-        })
-      },
-      // (only a journal that replays calls it: in memory no closure is made)
-      replays ?
-        (result) => {
-          results[index] = result
-          return settings.replayAnswer !== undefined && call.name === settings.finalAnswer ?
-            settings.replayAnswer(call) :
-            Effect.void
-        } :
-        noReplay
-    )
-
-  /**
-   * Runs call `index` without a policy (call it where the effect runs next: inside an effect, or `forEach`'s
-   * callback).
-   */
-  const oneNow = (index: number): Effect.Effect<unknown> => traced(index, callStep(index, calls[index]!, runs))
-  const one = (index: number): Effect.Effect<unknown> => Effect.suspend(() => oneNow(index))
-
-  /**
-   * `f` for each of `items`, at most `ToolConcurrency` at a time. The cap is a semaphore over items
-   * all forked at once, not forEach's own bound: a bounded forEach starts the next item from the
-   * observer of one that ended, and when that start ends another item synchronously (a call's
-   * tool_start reached a sink whose callback interrupts the run, whose stage then fires the running
-   * calls' signals), it re-enters its loop and starts the same item again (effect 4.1: a call ran
-   * twice). Unbounded, forEach never starts an item from an observer.
-   */
-  const capped = <A, D extends boolean>(
-    items: ReadonlyArray<number>,
-    f: (item: number) => Effect.Effect<A>,
-    discard: D
-  ): Effect.Effect<D extends true ? void : Array<A>> => {
-    const cap = settings.concurrency
-    const gate = cap === "unbounded" || cap >= items.length ? undefined : Semaphore.makeUnsafe(cap)
-    const each = gate === undefined ? f : (item: number) => gate.withPermits(1)(Effect.suspend(() => f(item)))
-    return Effect.forEach(items, each, { concurrency: "unbounded", discard }) as Effect.Effect<
-      D extends true ? void : Array<A>
-    >
-  }
-
-  /**
-   * The calls of a stage, concurrently (`run(item)` for each of `items`), in a fiber of their
-   * own whose calls register their controllers in `running` and run in the fibers `forEach` gives
-   * them (see runToolCall): when the stage is interrupted (an abort, the run's interruption),
-   * every running call's signal fires first, then the fiber and its calls are interrupted. So a
-   * tool's signal fires before its own interrupt finalizers with one fiber per call instead of
-   * two.
-   */
-  const concurrently = (
-    items: ReadonlyArray<number>,
-    run: (item: number) => Effect.Effect<unknown>
-  ): Effect.Effect<void> => {
-    const running = new Map<AbortController, Fiber.Fiber<unknown, unknown>>()
-    const stageCalls = Effect.provideService(capped(items, run, true), RunningCalls, running)
-    return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(
-        Effect.forkChild(restore(stageCalls), { startImmediately: true }),
-        (fiber) =>
-          Effect.onInterrupt(
-            restore(Fiber.join(fiber)),
-            () => Effect.andThen(Effect.sync(() => abortRunningCalls(running)), Fiber.interrupt(fiber))
-          )
-      )
-    )
-  }
-
-  /**
-   * A stage with a policy: first the policy's decision on each of its calls, then the calls, those
-   * that ask for an approval last (so the calls that need no answer are running before an approval
-   * parks: a durable engine suspends the run once every branch waits and no step is in flight).
-   */
-  const decidedStage = (stage: ReadonlyArray<number>): Effect.Effect<unknown> =>
-    Effect.flatMap(
-      capped(stage, (index): Effect.Effect<PolicyRecord> => {
-        const call = calls[index]!
-        return call.name === settings.finalAnswer ? Effect.succeed(allowed) : decisionOf(index, call)
-      }, false),
-      (decisions) => {
-        const order = stage.map((index, k) => ({ index, decision: decisions[k] }))
-          .sort((a, b) => Number(a.decision._tag === "Ask") - Number(b.decision._tag === "Ask"))
-        const go = (k: number): Effect.Effect<unknown> => {
-          const { decision, index } = order[k]!
-          const call = calls[index]!
-          return traced(
-            index,
-            Effect.flatMap(verdictOf(index, call, decision), (verdict) => callStep(index, call, verdict))
-          )
-        }
-        return order.length === 1 ? Effect.suspend(() => go(0)) : concurrently(order.map((_, k) => k), go)
-      }
-    )
-
+  /** A stage's calls: decided (with a policy), then run, alone in the run's own fiber or concurrently. */
+  const runStage = policy === undefined ?
+    (stage: ReadonlyArray<number>): Effect.Effect<unknown> =>
+      stage.length === 1 ? runAllowed(stage[0]!) : concurrently(concurrency, stage, runAllowed) :
+    (stage: ReadonlyArray<number>): Effect.Effect<unknown> =>
+      Effect.flatMap(capped(concurrency, stage, decide, false), (decisions) => {
+        const order = asksLast(stage, decisions)
+        return order.length === 1 ? run(order[0]!) : concurrently(concurrency, order, run)
+      })
   // a batch of one call runs in the run's own fiber (forking one child to join it at once buys nothing)
-  const batch = policy !== undefined ?
-    Effect.forEach(batchStages(calls, definitions), decidedStage, { discard: true }) :
-    calls.length === 1 ?
-    one(0) :
-    Effect.forEach(
-      batchStages(calls, definitions),
-      (stage) => stage.length === 1 ? oneNow(stage[0]!) : concurrently(stage, oneNow),
-      { discard: true }
-    )
+  const staged = policy === undefined && calls.length === 1 ?
+    Effect.suspend(() => runAllowed(0)) :
+    Effect.forEach(batchStages(calls, settings.definitions), runStage, { discard: true })
   // (a replayed batch of an aborted run: each step answers the abort itself, as it was answered then)
-  const raced = signal === undefined || (replays && signal.aborted)
-    ? batch
-    : Effect.raceFirst(batch, awaitAbort(signal))
+  const raced = signal === undefined || (journal.replays && signal.aborted)
+    ? staged
+    : Effect.raceFirst(staged, awaitAbort(signal))
+  const { results, started } = batch
   const answerLeft = Effect.suspend(() => {
     const pending: Array<number> = []
     for (let index = 0; index < calls.length; index++) if (results[index] === undefined) pending.push(index)
@@ -308,21 +199,15 @@ export const runBatch = (
     return Effect.andThen(
       Effect.forEach(pending, (index) => {
         const call = calls[index]!
-        return journal.within(
-          step,
-          index,
-          finish(index, started[index] ? interruptedResult(call) : skippedResult(call, "aborted"))
-        )
+        const result = started[index] ? interruptedResult(call) : skippedResult(call, "aborted")
+        return journal.within(step, index, answerCall(batch, index, result))
       }, { discard: true }),
       Effect.sync(() => onDone(results as Array<ToolResultMessage>))
     )
   })
   // with a journal that replays, an interruption is the engine suspending the run: nothing is
   // answered now (the run is replayed, and each step answers for itself then)
-  return replays ?
+  return journal.replays ?
     Effect.onExit(raced, (exit) => Exit.isSuccess(exit) ? answerLeft : Effect.void) :
     Effect.ensuring(raced, answerLeft)
 }
-
-const verdictOfAnswer = (call: ToolCall, answer: ApprovalAnswer): Verdict =>
-  answer.approved ? runs : { run: false, result: deniedResult(call, answer.reason) }

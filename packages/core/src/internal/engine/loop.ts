@@ -3,7 +3,10 @@
  * `turn_end` whatever happens. Not part of the public API; `AgentLoop.ts` and `AgentRun.ts` are.
  *
  * The pure decision of what a turn means is `decideTurn` (Decision.ts); this module only carries
- * it out.
+ * it out. A turn is streamed by `streamTurn` (turn.ts). A turn's calls run in `runBatch`
+ * (batch.ts: which calls run together, in what order results are written), and each call takes
+ * `toolCall`'s path (toolCall.ts: decide -> approve -> claim -> run -> answer, each a named step;
+ * `runCall` is where the executor runs it).
  */
 import { Cause, Context, Duration, Effect, Exit, Fiber, Queue, Schema, Tracer } from "effect"
 import { decideTurn } from "../../Decision.ts"
