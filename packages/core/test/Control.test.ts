@@ -90,6 +90,29 @@ describe("policies and approvals", () => {
       assert.deepStrictEqual(types, ["approval_request", "tool_start", "tool_end"])
     }))
 
+  it.effect("in a batch, the calls that need no answer start before an approval is asked; results in call order", () =>
+    Effect.gen(function*() {
+      const read = probeTool(echoTool("read", "read it"))
+      const write = probeTool(echoTool("write", "written"))
+      const run = yield* start(
+        [turn.toolCalls([toolCall("w", "write"), toolCall("r", "read")]), turn.text("ok")],
+        [read.tool, write.tool],
+        { policy: (call) => call.name === "write" ? ask : allow },
+        answerWith({ approved: true })
+      )
+      const { result, violations } = yield* run.finish
+      assert.deepStrictEqual(violations, [])
+      const steps = run.events.flatMap((e) =>
+        e.type === "approval_request" ?
+          [`ask ${e.call.id}`] :
+          e.type === "tool_start" ?
+          [`start ${e.call.id}`] :
+          []
+      )
+      assert.deepStrictEqual(steps, ["start r", "ask w", "start w"])
+      assert.deepStrictEqual(results(result.messages).map(textOf), ["written", "read it"])
+    }))
+
   it.effect("ask: a denial with a reason reaches the model; the tool does not run", () =>
     Effect.gen(function*() {
       const write = probeTool(echoTool("write"))
