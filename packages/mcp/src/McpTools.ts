@@ -46,43 +46,28 @@ import type {
   UserMessage
 } from "@agentloop/core"
 import { fitImageContent, OutputStore } from "@agentloop/tools"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
-import {
-  CancelledNotificationSchema,
-  ElicitRequestSchema,
-  ErrorCode,
-  ListRootsRequestSchema,
-  McpError,
-  ToolListChangedNotificationSchema
-} from "@modelcontextprotocol/sdk/types.js"
-import type { ServerCapabilities, Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
-import {
-  Cause,
-  Context,
-  Deferred,
-  Effect,
-  Exit,
-  Fiber,
-  FiberSet,
-  Layer,
-  Queue,
-  Schema,
-  Scope,
-  Semaphore,
-  Stream
-} from "effect"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import type { Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
+import { Cause, Context, Deferred, Effect, Exit, Fiber, Layer, Queue, Schema, Scope, Stream } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
 import { MCP_MAX_OUTPUT_CHARS } from "./Config.ts"
-import type { HttpServerConfig, McpServerConfig } from "./Config.ts"
-import { Elicitation } from "./Elicitation.ts"
-import { McpAuthError, McpConfigError, McpConnectError, McpRequestError } from "./Errors.ts"
-import { askSafely, requestOf } from "./internal/elicitation.ts"
-import { AuthFailure, makeOAuth } from "./internal/oauth.ts"
-import type { OAuthSession } from "./internal/oauth.ts"
-import { orderedDelivery } from "./internal/ordered.ts"
+import type { McpServerConfig } from "./Config.ts"
+import { McpConfigError, McpConnectError, McpRequestError } from "./Errors.ts"
+import { makeClientFeatures } from "./internal/clientFeatures.ts"
+import {
+  makeConnections,
+  makeServerStates,
+  messageOf,
+  PING_TIMEOUT_MS,
+  secretsOfServer,
+  serverNamed
+} from "./internal/connection.ts"
+import type { ServerState } from "./internal/connection.ts"
+import { AuthFailure } from "./internal/oauth.ts"
 import { checkPromptArguments, promptMessages, promptOf } from "./internal/prompts.ts"
+import { request } from "./internal/requests.ts"
 import {
   LIST_RESOURCES,
   listResourcesDefinition,
@@ -94,18 +79,16 @@ import {
   resourceCursor
 } from "./internal/resources.ts"
 import type { ListedTemplate } from "./internal/resources.ts"
-import { answerSampling, RpcFailure } from "./internal/sampling.ts"
-import { makeStdioTransport } from "./internal/stdio.ts"
+import { makeOfferedRoots } from "./internal/roots.ts"
+import { redact, redactDeep } from "./internal/secrets.ts"
 import type { StdioTransport } from "./internal/stdio.ts"
 import { argumentCheck } from "./internal/validate.ts"
 import type { ArgumentCheck } from "./internal/validate.ts"
-import { serverPrefix, toolNameFor } from "./Naming.ts"
+import { toolNameFor } from "./Naming.ts"
 import type { McpPrompt } from "./Prompts.ts"
 import { limitResult, toToolResult } from "./Results.ts"
 import type { PrepareImage } from "./Results.ts"
-import { checkRoots } from "./Roots.ts"
 import type { McpRoot } from "./Roots.ts"
-import { Sampling } from "./Sampling.ts"
 
 /** The default `prepareImage`: the image as `read` would send it. */
 const fitServerImage: PrepareImage = (image, source) =>
@@ -136,13 +119,7 @@ export const MCP_PROGRESS_BUFFER = 64
  * @since 0.1.0
  * @category constants
  */
-export const MCP_PING_TIMEOUT_MS = 5000
-
-/** The SDK's messages for an HTTP event stream that broke or could not be resumed. */
-const lostStream = /SSE stream disconnected|Maximum reconnection attempts|Failed to reconnect/
-
-/** The SDK's per-request timeout is turned off (its largest value): time limits are the loop's. */
-const NO_SDK_TIMEOUT = 2_147_483_647
+export const MCP_PING_TIMEOUT_MS = PING_TIMEOUT_MS
 
 /**
  * Options of `mcpToolsLayer`.
@@ -236,22 +213,6 @@ export interface McpToolsShape {
  */
 export class McpTools extends Context.Service<McpTools, McpToolsShape>()("@agentloop/mcp/McpTools") {}
 
-interface ServerState {
-  readonly config: McpServerConfig
-  readonly prefix: string
-  readonly lock: Semaphore.Semaphore
-  /** OAuth for an HTTP server that may need it (none with a static `Authorization` header). */
-  readonly oauth: OAuthSession | undefined
-  client: Client | undefined
-  transport: Transport | undefined
-  scope: Scope.Closeable | undefined
-  listed: ReadonlyArray<SdkTool>
-  /** What the server said it offers when it was last connected. */
-  capabilities: ServerCapabilities | undefined
-  refreshing: Deferred.Deferred<void> | undefined
-  refreshAgain: boolean
-}
-
 interface Entry {
   readonly name: string
   readonly server: ServerState
@@ -271,80 +232,6 @@ interface Entry {
 interface Snapshot {
   readonly definitions: ReadonlyArray<ToolDefinition>
   readonly byName: ReadonlyMap<string, Entry>
-}
-
-const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
-
-/** Where an HTTP server is, without credentials or query (which may hold a token). */
-const displayUrl = (url: string): string => {
-  if (!URL.canParse(url)) return "(invalid URL)"
-  const parsed = new URL(url)
-  return `${parsed.origin}${parsed.pathname}`
-}
-
-/**
- * The URL and headers an HTTP server is reached with: credentials in the URL (`user:pw@`) move to
- * a basic `Authorization` header (fetch refuses them, and its error would show them).
- */
-const httpTarget = (url: string, headers: Readonly<Record<string, string>> | undefined) => {
-  const parsed = new URL(url)
-  const all: Record<string, string> = { ...headers }
-  if (parsed.username !== "" || parsed.password !== "") {
-    const user = decodeURIComponent(parsed.username)
-    const password = decodeURIComponent(parsed.password)
-    if (!Object.keys(all).some((k) => k.toLowerCase() === "authorization")) {
-      all["Authorization"] = `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`
-    }
-    parsed.username = ""
-    parsed.password = ""
-  }
-  return { url: parsed, headers: all }
-}
-
-/** Whether OAuth is used for a server: HTTP, not turned off, no `Authorization` header of its own. */
-const usesOAuth = (config: McpServerConfig): config is HttpServerConfig =>
-  config.transport === "http" && config.oauth !== false &&
-  !Object.keys(config.headers ?? {}).some((k) => k.toLowerCase() === "authorization") &&
-  !(URL.canParse(config.url) && new URL(config.url).username !== "")
-
-/** The values of a server's config that must never appear in a message. */
-const secretsOf = (config: McpServerConfig): Array<string> => {
-  if (config.transport === "stdio") return Object.values(config.env ?? {}).filter((v) => v.length >= 4)
-  const secrets = Object.values(config.headers ?? {})
-  if (config.oauth !== undefined && config.oauth !== false) {
-    if (config.oauth.clientSecret !== undefined) secrets.push(config.oauth.clientSecret)
-    if (config.oauth.privateKey !== undefined) secrets.push(config.oauth.privateKey)
-  }
-  if (URL.canParse(config.url)) {
-    const parsed = new URL(config.url)
-    secrets.push(parsed.username, parsed.password)
-    secrets.push(decodeURIComponent(parsed.username), decodeURIComponent(parsed.password))
-    for (const value of parsed.searchParams.values()) secrets.push(value)
-    if (parsed.search.length > 1) secrets.push(parsed.search.slice(1))
-  }
-  return secrets.filter((v) => v.length >= 2)
-}
-
-/** The secrets of a server: its config's and, with OAuth, its tokens and client secret as they are now. */
-const secretsOfServer = (server: ServerState): Array<string> => [
-  ...secretsOf(server.config),
-  ...(server.oauth?.secrets() ?? [])
-]
-
-const redact = (text: string, secrets: ReadonlyArray<string>): string =>
-  [...secrets].sort((a, b) => b.length - a.length).reduce((t, secret) => t.split(secret).join("<redacted>"), text)
-
-/** A value with every secret in its strings (not in image data) replaced by `<redacted>`. */
-const redactDeep = <A>(value: A, secrets: ReadonlyArray<string>): A => {
-  const walk = (v: unknown, key: string | undefined): unknown => {
-    if (typeof v === "string") return key === "data" || key === "blob" ? v : redact(v, secrets)
-    if (Array.isArray(v)) return v.map((item) => walk(item, undefined))
-    if (typeof v === "object" && v !== null) {
-      return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, walk(item, k)]))
-    }
-    return v
-  }
-  return walk(value, undefined) as A
 }
 
 /**
@@ -374,59 +261,14 @@ export const makeMcpTools = (
   Scope.Scope | ChildProcessSpawner.ChildProcessSpawner
 > =>
   Effect.gen(function*() {
-    const states: Array<ServerState> = []
-    const prefixes = new Map<string, string>()
-    for (const config of servers) {
-      const prefix = serverPrefix(config.name)
-      const other = prefixes.get(prefix)
-      if (other !== undefined) {
-        return yield* new McpConfigError({
-          message: `MCP servers "${other}" and "${config.name}" would both name their tools "${prefix}__…"; ` +
-            `rename one`
-        })
-      }
-      prefixes.set(prefix, config.name)
-      const oauth = usesOAuth(config) && URL.canParse(config.url) ?
-        yield* makeOAuth(config, {
-          clientName: options.clientName ?? "agentloop",
-          clientMetadataUrl: options.clientMetadataUrl
-        }) :
-        undefined
-      states.push({
-        config,
-        prefix,
-        lock: yield* Semaphore.make(1),
-        oauth,
-        client: undefined,
-        transport: undefined,
-        scope: undefined,
-        listed: [],
-        capabilities: undefined,
-        refreshing: undefined,
-        refreshAgain: false
-      })
-    }
-    const layerScope = yield* Effect.scope
-    const runPromise = yield* FiberSet.makeRuntimePromise<ChildProcessSpawner.ChildProcessSpawner>()
-    const runFork = yield* FiberSet.makeRuntime<never>()
-    const clientName = options.clientName ?? "agentloop"
+    const states = yield* makeServerStates(servers, options)
     // where cut results are kept whole: the one in the layer's context (none by default)
     const store = yield* OutputStore
+    const roots = yield* makeOfferedRoots(options.roots)
+    const prepareImage = options.prepareImage ?? fitServerImage
     // who answers the servers' questions: elicitation and sampling are offered only when someone
     // can answer; roots only when the layer was given some
-    const elicitation = yield* Effect.serviceOption(Elicitation)
-    const sampling = yield* Effect.serviceOption(Sampling)
-    let roots = options.roots === undefined ? undefined : yield* checkRoots(options.roots)
-    const capabilities = {
-      ...(elicitation._tag === "Some" ? { elicitation: { form: { applyDefaults: true } } } : {}),
-      ...(sampling._tag === "Some" ? { sampling: {} } : {}),
-      ...(roots === undefined ? {} : { roots: { listChanged: true } })
-    }
-    const prepareImage = options.prepareImage ?? fitServerImage
-
-    /** A request of the SDK's client as an effect (interrupting it sends `notifications/cancelled`). */
-    const request = <A>(f: (options: { signal: AbortSignal; timeout: number }) => Promise<A>) =>
-      Effect.tryPromise({ try: (signal) => f({ signal, timeout: NO_SDK_TIMEOUT }), catch: (error) => error })
+    const features = yield* makeClientFeatures(roots, prepareImage)
 
     // --- definitions ---------------------------------------------------------------------------
     const toolEntry = (server: ServerState, tool: SdkTool, name: string): Entry => {
@@ -566,212 +408,16 @@ export const makeMcpTools = (
       }
       return snapshot
     }
-
     // --- connections ---------------------------------------------------------------------------
-    const listAll = (client: Client): Effect.Effect<Array<SdkTool>, unknown> =>
-      Effect.gen(function*() {
-        const all: Array<SdkTool> = []
-        let cursor: string | undefined
-        do {
-          const params = cursor === undefined ? undefined : { cursor }
-          const page = yield* Effect.tryPromise({
-            try: (signal) => client.listTools(params, { signal }),
-            catch: (error) => error
-          })
-          all.push(...page.tools)
-          cursor = page.nextCursor
-        } while (cursor !== undefined)
-        return all
-      })
-
-    const refresh = (server: ServerState, client: Client): void => {
-      if (server.refreshing !== undefined) {
-        server.refreshAgain = true
-        return
-      }
-      const done = Deferred.makeUnsafe<void>()
-      server.refreshing = done
-      const fetchLists: Effect.Effect<void> = Effect.gen(function*() {
-        do {
-          server.refreshAgain = false
-          const listed = yield* Effect.result(listAll(client))
-          if (listed._tag === "Success" && server.client === client) {
-            server.listed = listed.success
-            changed = true
-          }
-        } while (server.refreshAgain)
-      })
-      runFork(Effect.ensuring(
-        fetchLists,
-        Effect.sync(() => {
-          server.refreshing = undefined
-          Deferred.doneUnsafe(done, Exit.void)
-        })
-      ))
-    }
-
-    const dropConnection = (server: ServerState, client: Client): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (server.client !== client) return Effect.void
-        const scope = server.scope
-        server.client = undefined
-        server.transport = undefined
-        server.scope = undefined
-        return scope === undefined ? Effect.void : Scope.close(scope, Exit.void)
-      })
-
-    /** Closes an HTTP connection whose server does not answer a ping (rejecting the calls in flight). */
-    const closeIfGone = (server: ServerState, client: Client): Effect.Effect<void> =>
-      Effect.tryPromise({
-        try: () => client.ping({ timeout: MCP_PING_TIMEOUT_MS }),
-        catch: (error) => error
-      }).pipe(
-        Effect.catch(() =>
-          server.client === client ?
-            Effect.andThen(
-              Effect.promise(() => client.close().catch(() => undefined)),
-              dropConnection(server, client)
-            ) :
-            Effect.void
-        ),
-        Effect.asVoid
-      )
-
-    const where = (config: McpServerConfig) =>
-      config.transport === "stdio" ? `\`${config.command}\`` : displayUrl(config.url)
-
-    const open = (server: ServerState): Effect.Effect<Client, McpConnectError> =>
-      Effect.gen(function*() {
-        const config = server.config
-        const scope = yield* Scope.fork(layerScope)
-        const transport: Transport = config.transport === "stdio" ?
-          makeStdioTransport(config, scope, runPromise) :
-          ((target) =>
-            new StreamableHTTPClientTransport(target.url, {
-              requestInit: { headers: target.headers },
-              ...(server.oauth === undefined ? {} : { fetch: server.oauth.fetch })
-            }))(
-              httpTarget(config.url, config.headers)
-            )
-        const ordered = orderedDelivery(transport)
-        const client = new Client({ name: clientName, version: "0.1.0" }, { capabilities })
-        // protocol-level noise (a progress notification for a finished call, a malformed line) is
-        // not an error of any call. Over HTTP, a lost event stream may mean the server is gone, and
-        // the SDK would then leave the calls in flight waiting forever: a ping tells, and a server
-        // that does not answer it is disconnected, which answers those calls (see `closeIfGone`).
-        client.onerror = (error) => {
-          if (config.transport === "http" && lostStream.test(error.message)) runFork(closeIfGone(server, client))
-        }
-        client.onclose = () => {
-          runFork(dropConnection(server, client))
-        }
-        client.setNotificationHandler(ToolListChangedNotificationSchema, () => refresh(server, client))
-        // The server's requests this client takes time to answer (a question, a completion), each
-        // with an abort of its own: the SDK's handler of `notifications/cancelled` skips a falsy
-        // request id, so it never cancels the first request a server sends (id 0). Cancellation
-        // is handled here instead, for these requests (the others are answered at once).
-        const answering = new Map<string | number, AbortController>()
-        const cancellable = <A>(
-          id: string | number,
-          signal: AbortSignal,
-          answer: (signal: AbortSignal) => Promise<A>
-        ): Promise<A> => {
-          const own = new AbortController()
-          answering.set(id, own)
-          return answer(AbortSignal.any([signal, own.signal])).finally(() => answering.delete(id))
-        }
-        client.setNotificationHandler(CancelledNotificationSchema, (notification) => {
-          const id = notification.params.requestId
-          if (id !== undefined) answering.get(id)?.abort(notification.params.reason)
-        })
-        if (elicitation._tag === "Some") {
-          const service = elicitation.value
-          // form mode only (the capability declares no URL mode); interrupted when the server
-          // cancels the question or the layer closes
-          client.setRequestHandler(ElicitRequestSchema, (request, extra) => {
-            const params = request.params
-            if (params.mode === "url") return Promise.resolve({ action: "decline" as const })
-            return cancellable(
-              extra.requestId,
-              extra.signal,
-              (signal) => runPromise(askSafely(service, requestOf(config.name, params)), { signal })
-            )
-              .then((answer) =>
-                answer.action === "accept" ? { action: "accept" as const, content: { ...answer.content } } : answer
-              )
-          })
-        }
-        if (roots !== undefined) {
-          // the roots as they are when the server asks (`setRoots` tells it when they change)
-          client.setRequestHandler(ListRootsRequestSchema, () => ({
-            roots: (roots ?? []).map((root) => ({
-              uri: root.uri,
-              ...(root.name === undefined ? {} : { name: root.name })
-            }))
-          }))
-        }
-        if (sampling._tag === "Some") {
-          const service = sampling.value
-          // the fallback handler, not `setRequestHandler`: the SDK would check the request with its
-          // schema first and answer a malformed one with the schema library's dump as an internal
-          // error; `answerSampling` checks it with the same schema and names each wrong field
-          // (invalid params). Interrupted when the server cancels the request or the layer closes.
-          client.fallbackRequestHandler = (request, extra) =>
-            request.method === "sampling/createMessage" ?
-              cancellable(
-                request.id,
-                extra.signal,
-                (signal) => runPromise(answerSampling(service, config.name, request, prepareImage), { signal })
-              ) :
-              Promise.reject(new RpcFailure(ErrorCode.MethodNotFound, "Method not found"))
-        }
-        if (config.transport === "http") {
-          const http = transport as StreamableHTTPClientTransport
-          // end the session (HTTP DELETE; a server that does not answer gets MCP_PING_TIMEOUT_MS), then close
-          yield* Scope.addFinalizer(
-            scope,
-            Effect.promise(() => http.terminateSession().catch(() => undefined)).pipe(
-              Effect.timeoutOption(MCP_PING_TIMEOUT_MS),
-              Effect.andThen(Effect.promise(() => client.close().catch(() => undefined)))
-            )
-          )
-        }
-        const failed = (what: string) => (error: unknown) => {
-          const stderr = config.transport === "stdio" ? (transport as StdioTransport).stderrTail().trim() : ""
-          const cause = server.oauth?.cause(error) ?? error
-          return new McpConnectError({
-            server: config.name,
-            message: redact(
-              cause instanceof McpAuthError ?
-                `${cause.message} (${where(config)})` :
-                `MCP server "${config.name}" (${where(config)}): ${what}: ${messageOf(error)}${
-                  stderr.length === 0 ? "" : `\nits stderr ends with:\n${stderr.slice(-1000)}`
-                }`,
-              secretsOfServer(server)
-            )
-          })
-        }
-        const tools = yield* Effect.tryPromise({
-          try: () => client.connect(ordered),
-          catch: failed("could not connect")
-        }).pipe(
-          Effect.andThen(Effect.mapError(listAll(client), failed("could not list its tools"))),
-          Effect.onError(() => Scope.close(scope, Exit.void))
-        )
-        server.client = client
-        server.transport = transport
-        server.scope = scope
-        server.listed = tools
-        server.capabilities = client.getServerCapabilities()
+    const connections = yield* makeConnections({
+      clientName: options.clientName ?? "agentloop",
+      features,
+      onListed: () => {
         changed = true
-        return client
-      })
-
-    /** The server's client, connecting (again) when it has none. */
-    const connect = (server: ServerState): Effect.Effect<Client, McpConnectError> =>
-      server.lock.withPermits(1)(
-        Effect.suspend(() => server.client === undefined ? open(server) : Effect.succeed(server.client))
-      )
+      }
+    })
+    const connect = connections.connect
+    const dropConnection = connections.drop
 
     yield* Effect.forEach(states, connect, { concurrency: "unbounded", discard: true })
     current()
@@ -958,33 +604,7 @@ export const makeMcpTools = (
     })
 
     // --- roots and prompts ---------------------------------------------------------------------
-    const setRoots = (next: ReadonlyArray<McpRoot>): Effect.Effect<void, McpConfigError> =>
-      Effect.gen(function*() {
-        if (roots === undefined) {
-          return yield* new McpConfigError({
-            message: "no roots were offered to the MCP servers (mcpToolsLayer has no roots option), so none can change"
-          })
-        }
-        roots = yield* checkRoots(next)
-        const clients = states.flatMap((s) => (s.client === undefined ? [] : [s.client]))
-        // a server that is gone is told when it connects again (it then asks for the roots)
-        yield* Effect.forEach(clients, (client) => Effect.ignore(request(() => client.sendRootsListChanged())), {
-          concurrency: "unbounded",
-          discard: true
-        })
-      })
-
-    const serverNamed = (name: string): Effect.Effect<ServerState, McpRequestError> => {
-      const found = states.find((s) => s.config.name === name) ?? states.find((s) => s.prefix === name)
-      return found !== undefined ? Effect.succeed(found) : Effect.fail(
-        new McpRequestError({
-          server: name,
-          message: `There is no MCP server "${name}" (servers: ${
-            states.map((s) => s.config.name).join(", ") || "none"
-          }).`
-        })
-      )
-    }
+    const setRoots = (next: ReadonlyArray<McpRoot>): Effect.Effect<void, McpConfigError> => roots.set(next, states)
 
     /** Every prompt of a server (all pages); none from a server that does not offer prompts. */
     const promptsOf = (server: ServerState): Effect.Effect<Array<McpPrompt>, McpRequestError> =>
@@ -1005,7 +625,7 @@ export const makeMcpTools = (
     const prompts = (name?: string): Effect.Effect<ReadonlyArray<McpPrompt>, McpRequestError> =>
       name === undefined ?
         Effect.map(Effect.forEach(states, promptsOf, { concurrency: "unbounded" }), (lists) => lists.flat()) :
-        Effect.flatMap(serverNamed(name), promptsOf)
+        Effect.flatMap(serverNamed(states, name), promptsOf)
 
     const getPrompt = (
       serverName: string,
@@ -1013,7 +633,7 @@ export const makeMcpTools = (
       args: Readonly<Record<string, string>> = {}
     ): Effect.Effect<ReadonlyArray<UserMessage | AssistantMessage>, McpRequestError> =>
       Effect.gen(function*() {
-        const server = yield* serverNamed(serverName)
+        const server = yield* serverNamed(states, serverName)
         const listed = yield* promptsOf(server)
         if (server.capabilities?.prompts === undefined) {
           return yield* new McpRequestError({
