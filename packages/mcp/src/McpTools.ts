@@ -31,62 +31,30 @@
  *
  * @since 0.1.0
  */
-import { errorResult, Executor, makeToolExecutor } from "@agentloop/core"
+import { Executor, makeToolExecutor } from "@agentloop/core"
 import type {
   AnyTool,
   AssistantMessage,
   ExecutorShape,
   Tool,
-  ToolCall,
-  ToolContext,
   ToolDefinition,
-  ToolOutput,
-  ToolResultMessage,
   ToolServices,
   UserMessage
 } from "@agentloop/core"
-import { fitImageContent, OutputStore } from "@agentloop/tools"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
-import type { Tool as SdkTool } from "@modelcontextprotocol/sdk/types.js"
-import { Cause, Context, Deferred, Effect, Exit, Fiber, Layer, Queue, Schema, Scope, Stream } from "effect"
+import { fitImageContent } from "@agentloop/tools"
+import { Context, Effect, Layer } from "effect"
+import type { Scope } from "effect"
 import type { ChildProcessSpawner } from "effect/process"
-import { MCP_MAX_OUTPUT_CHARS } from "./Config.ts"
 import type { McpServerConfig } from "./Config.ts"
-import { McpConfigError, McpConnectError, McpRequestError } from "./Errors.ts"
+import { McpConfigError } from "./Errors.ts"
+import type { McpConnectError, McpRequestError } from "./Errors.ts"
 import { makeClientFeatures } from "./internal/clientFeatures.ts"
-import {
-  makeConnections,
-  makeServerStates,
-  messageOf,
-  PING_TIMEOUT_MS,
-  secretsOfServer,
-  serverNamed
-} from "./internal/connection.ts"
-import type { ServerState } from "./internal/connection.ts"
-import { AuthFailure } from "./internal/oauth.ts"
-import { checkPromptArguments, promptMessages, promptOf } from "./internal/prompts.ts"
-import { request } from "./internal/requests.ts"
-import {
-  LIST_RESOURCES,
-  listResourcesDefinition,
-  listResult,
-  parseCursor,
-  READ_RESOURCE,
-  readResourceDefinition,
-  readResult,
-  resourceCursor
-} from "./internal/resources.ts"
-import type { ListedTemplate } from "./internal/resources.ts"
+import { makeConnections, makeServerStates, PING_TIMEOUT_MS } from "./internal/connection.ts"
+import { makeServerPrompts } from "./internal/prompts.ts"
 import { makeOfferedRoots } from "./internal/roots.ts"
-import { redact, redactDeep } from "./internal/secrets.ts"
 import type { StdioTransport } from "./internal/stdio.ts"
-import { argumentCheck } from "./internal/validate.ts"
-import type { ArgumentCheck } from "./internal/validate.ts"
-import { toolNameFor } from "./Naming.ts"
+import { makeCatalog, makeServerTools, PROGRESS_BUFFER } from "./internal/tools.ts"
 import type { McpPrompt } from "./Prompts.ts"
-import { limitResult, toToolResult } from "./Results.ts"
 import type { PrepareImage } from "./Results.ts"
 import type { McpRoot } from "./Roots.ts"
 
@@ -110,7 +78,7 @@ const fitServerImage: PrepareImage = (image, source) =>
  * @since 0.1.0
  * @category constants
  */
-export const MCP_PROGRESS_BUFFER = 64
+export const MCP_PROGRESS_BUFFER = PROGRESS_BUFFER
 
 /**
  * How long an HTTP server whose event stream broke gets to answer a ping before its connection is
@@ -213,38 +181,6 @@ export interface McpToolsShape {
  */
 export class McpTools extends Context.Service<McpTools, McpToolsShape>()("@agentloop/mcp/McpTools") {}
 
-interface Entry {
-  readonly name: string
-  readonly server: ServerState
-  /** `details.mcp.tool` of its results: the server's name of the tool, or the MCP method of a resource tool. */
-  readonly tool: string
-  /** What a valid answer is, for the error when it is not one. */
-  readonly answer: string
-  readonly definition: ToolDefinition
-  readonly check: ArgumentCheck | undefined
-  /** Sends the call and converts the answer (before the caps); fails with what the SDK threw. */
-  readonly send: (client: Client, call: ToolCall, onprogress: (p: unknown) => void) => Effect.Effect<
-    ToolResultMessage,
-    unknown
-  >
-}
-
-interface Snapshot {
-  readonly definitions: ReadonlyArray<ToolDefinition>
-  readonly byName: ReadonlyMap<string, Entry>
-}
-
-/**
- * A call that provably never reached a server: the connection was already closed, or the HTTP
- * server answered 404 for the session (it restarted and forgot it; MCP then asks for a new one).
- */
-const neverSent = (error: unknown): boolean =>
-  (error instanceof StreamableHTTPError && error.code === 404) ||
-  (error instanceof Error && !(error instanceof McpError) && error.message === "Not connected")
-
-const isZodError = (error: unknown): boolean =>
-  typeof error === "object" && error !== null && Array.isArray((error as { issues?: unknown }).issues)
-
 /**
  * Connects to the servers and builds the service. The servers stay connected until the scope
  * closes (stdio servers' process groups are then stopped).
@@ -262,416 +198,28 @@ export const makeMcpTools = (
 > =>
   Effect.gen(function*() {
     const states = yield* makeServerStates(servers, options)
-    // where cut results are kept whole: the one in the layer's context (none by default)
-    const store = yield* OutputStore
     const roots = yield* makeOfferedRoots(options.roots)
     const prepareImage = options.prepareImage ?? fitServerImage
     // who answers the servers' questions: elicitation and sampling are offered only when someone
     // can answer; roots only when the layer was given some
     const features = yield* makeClientFeatures(roots, prepareImage)
-
-    // --- definitions ---------------------------------------------------------------------------
-    const toolEntry = (server: ServerState, tool: SdkTool, name: string): Entry => {
-      const parameters = tool.inputSchema as Record<string, unknown>
-      const readOnly = options.trustAnnotations === true && tool.annotations?.readOnlyHint === true
-      return {
-        name,
-        server,
-        tool: tool.name,
-        answer: "MCP tool result",
-        definition: {
-          name,
-          description: tool.description ?? tool.title ?? "",
-          parameters,
-          ...(readOnly ? { readOnly: true } : {}),
-          ...(server.config.timeoutMs === undefined ? {} : { timeoutMs: server.config.timeoutMs })
-        },
-        check: argumentCheck(parameters),
-        send: (client, call, onprogress) =>
-          Effect.map(
-            request((sdk) =>
-              client.callTool({ name: tool.name, arguments: call.arguments }, undefined, {
-                ...sdk,
-                onprogress
-              })
-            ),
-            (result) => toToolResult(call, server.config.name, tool.name, result)
-          )
-      }
-    }
-
-    /** The first page of templates (none from a server that does not list them). */
-    const templatesPage = (client: Client, cursor: string | undefined) =>
-      request((sdk) => client.listResourceTemplates(cursor === undefined ? undefined : { cursor }, sdk)).pipe(
-        Effect.catchIf(
-          (error) => error instanceof McpError && error.code === ErrorCode.MethodNotFound,
-          () => Effect.succeed({ resourceTemplates: [] as Array<ListedTemplate>, nextCursor: undefined })
-        )
-      )
-
-    /** `<server>__list_resources` and `<server>__read_resource`, named by `toolNameFor`. */
-    const resourceEntries = (server: ServerState): Array<Entry> => {
-      const listName = toolNameFor(server.prefix, LIST_RESOURCES)
-      const readName = toolNameFor(server.prefix, READ_RESOURCE)
-      const serverName = server.config.name
-      const timeoutMs = server.config.timeoutMs
-      const list = listResourcesDefinition(listName, serverName, readName, timeoutMs)
-      const read = readResourceDefinition(readName, serverName, listName, timeoutMs)
-      return [{
-        name: listName,
-        server,
-        tool: "resources/list",
-        answer: "resources/list result",
-        definition: list,
-        check: argumentCheck(list.parameters),
-        send: (client, call) =>
-          Effect.gen(function*() {
-            const start = parseCursor(call.arguments["cursor"])
-            if (start === undefined) {
-              return errorResult(
-                call,
-                `Invalid cursor for tool "${call.name}": pass the cursor a page ended with (none for the first page).`,
-                { mcp: { server: serverName, tool: "resources/list" }, invalidArguments: true }
-              )
-            }
-            if (start.list === "resources") {
-              const cursor = start.cursor
-              const page = yield* request((sdk) =>
-                client.listResources(cursor === undefined ? undefined : { cursor }, sdk)
-              )
-              if (page.nextCursor !== undefined) {
-                return listResult(call, serverName, {
-                  resources: page.resources,
-                  templates: [],
-                  nextCursor: resourceCursor("resources", page.nextCursor)
-                })
-              }
-              const templates = yield* templatesPage(client, undefined)
-              return listResult(call, serverName, {
-                resources: page.resources,
-                templates: templates.resourceTemplates,
-                nextCursor: templates.nextCursor === undefined
-                  ? undefined
-                  : resourceCursor("templates", templates.nextCursor)
-              })
-            }
-            const templates = yield* templatesPage(client, start.cursor)
-            return listResult(call, serverName, {
-              resources: [],
-              templates: templates.resourceTemplates,
-              nextCursor: templates.nextCursor === undefined
-                ? undefined
-                : resourceCursor("templates", templates.nextCursor)
-            })
-          })
-      }, {
-        name: readName,
-        server,
-        tool: "resources/read",
-        answer: "resources/read result",
-        definition: read,
-        check: argumentCheck(read.parameters),
-        send: (client, call) => {
-          const uri = String(call.arguments["uri"])
-          return Effect.map(
-            request((sdk) => client.readResource({ uri }, sdk)),
-            (result) => readResult(call, serverName, uri, result.contents)
-          )
-        }
-      }]
-    }
-
-    const build = (): Snapshot => {
-      const byName = new Map<string, Entry>()
-      for (const server of states) {
-        for (const tool of server.listed) {
-          // a tool that can only run as an MCP task (call now, fetch the result later) is not offered
-          if (tool.execution?.taskSupport === "required") continue
-          const name = toolNameFor(server.prefix, tool.name)
-          if (byName.has(name)) continue // a name the server itself repeats: the first one wins
-          byName.set(name, toolEntry(server, tool, name))
-        }
-        // the resource tools, unless the server has tools of those names itself
-        if (server.capabilities?.resources !== undefined) {
-          for (const entry of resourceEntries(server)) if (!byName.has(entry.name)) byName.set(entry.name, entry)
-        }
-      }
-      return { definitions: [...byName.values()].map((e) => e.definition), byName }
-    }
-    let snapshot: Snapshot = { definitions: [], byName: new Map() }
-    let changed = false
-    /** The definitions, taking a fetched list change into use: called at turn boundaries only. */
-    const current = (): Snapshot => {
-      if (changed) {
-        changed = false
-        snapshot = build()
-      }
-      return snapshot
-    }
-    // --- connections ---------------------------------------------------------------------------
+    const catalog = makeCatalog(states, options.trustAnnotations === true)
     const connections = yield* makeConnections({
       clientName: options.clientName ?? "agentloop",
       features,
-      onListed: () => {
-        changed = true
-      }
+      onListed: catalog.changed
     })
-    const connect = connections.connect
-    const dropConnection = connections.drop
-
-    yield* Effect.forEach(states, connect, { concurrency: "unbounded", discard: true })
-    current()
-
-    // --- requests ------------------------------------------------------------------------------
-    /**
-     * What a failed request means: sent again once when the server never took it (a closed
-     * connection, an HTTP session the server no longer knows, as after a restart), or a message
-     * naming the server and a flag for `details`. A lost connection is dropped (the next request
-     * connects again). `answer` names what a valid answer would have been.
-     */
-    const classify = (
-      server: ServerState,
-      client: Client,
-      error: unknown,
-      answer: string,
-      retried: boolean
-    ): Effect.Effect<{ readonly retry: true } | { readonly text: string; readonly flag: Record<string, unknown> }> =>
-      Effect.gen(function*() {
-        const name = server.config.name
-        const secrets = secretsOfServer(server)
-        if (!retried && neverSent(error)) {
-          yield* dropConnection(server, client)
-          return { retry: true } as const
-        }
-        if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-          yield* dropConnection(server, client)
-          return {
-            text: `MCP server "${name}" disconnected before answering (it is started again on the next call).`,
-            flag: { disconnected: true }
-          }
-        }
-        if (error instanceof AuthFailure) {
-          return { text: redact(error.error.message, secrets), flag: { unauthorized: true } }
-        }
-        if (error instanceof StreamableHTTPError && (error.code === 401 || error.code === 403)) {
-          return {
-            text: `MCP server "${name}" refused the call (HTTP ${error.code}): not authorized for it.`,
-            flag: { unauthorized: true }
-          }
-        }
-        if (error instanceof McpError) {
-          return {
-            text: redact(`MCP server "${name}" answered with an error: ${error.message}`, secrets),
-            flag: { mcpError: { code: error.code } }
-          }
-        }
-        if (isZodError(error)) {
-          return {
-            text: `MCP server "${name}" returned a result that is not a valid ${answer}.`,
-            flag: { invalidResult: true }
-          }
-        }
-        yield* dropConnection(server, client)
-        return {
-          text: redact(
-            `Lost the connection to MCP server "${name}": ${
-              messageOf(error)
-            } (it is connected again on the next call).`,
-            secrets
-          ),
-          flag: { disconnected: true }
-        }
-      })
-
-    /** A request of the library's own (prompts), connecting first; its failure as an `McpRequestError`. */
-    const requestServer = <A>(
-      server: ServerState,
-      answer: string,
-      f: (client: Client) => Effect.Effect<A, unknown>,
-      retried = false
-    ): Effect.Effect<A, McpRequestError> =>
-      Effect.gen(function*() {
-        const name = server.config.name
-        const connected = yield* Effect.result(connect(server))
-        if (connected._tag === "Failure") {
-          return yield* new McpRequestError({
-            server: name,
-            message: `MCP server "${name}" is not available: ${connected.failure.message}`
-          })
-        }
-        const client = connected.success
-        const exit = yield* Effect.exit(f(client))
-        if (Exit.isSuccess(exit)) return exit.value
-        const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
-        const outcome = yield* classify(server, client, error, answer, retried)
-        if ("retry" in outcome) return yield* requestServer(server, answer, f, true)
-        return yield* new McpRequestError({ server: name, message: outcome.text })
-      })
-
-    // --- calls ---------------------------------------------------------------------------------
-    const failure = (call: ToolCall, entry: Entry, text: string, extra: Record<string, unknown> = {}) =>
-      errorResult(call, text, { mcp: { server: entry.server.config.name, tool: entry.tool }, ...extra })
-
-    const callServer = (
-      entry: Entry,
-      call: ToolCall,
-      context: ToolContext,
-      retried = false
-    ): Effect.Effect<ToolResultMessage> =>
-      Effect.gen(function*() {
-        const server = entry.server
-        const name = server.config.name
-        const connected = yield* Effect.result(connect(server))
-        if (connected._tag === "Failure") {
-          return failure(call, entry, `MCP server "${name}" is not available: ${connected.failure.message}`, {
-            unavailable: true
-          })
-        }
-        const client = connected.success
-        const progress = yield* Queue.sliding<unknown, Cause.Done>(MCP_PROGRESS_BUFFER)
-        const pump = yield* Effect.forkChild(
-          Stream.runForEach(Stream.fromQueue(progress), (p) => context.reportProgress(p))
-        )
-        const exit = yield* Effect.exit(entry.send(client, call, (p) => {
-          Queue.offerUnsafe(progress, p)
-        }))
-        // the notifications that came before the result are reported before it
-        yield* Queue.end(progress)
-        yield* Fiber.join(pump)
-        if (Exit.isFailure(exit)) {
-          const error = exit.cause.reasons.find((r) => r._tag === "Fail")?.error
-          const outcome = yield* classify(server, client, error, entry.answer, retried)
-          if ("retry" in outcome) return yield* callServer(entry, call, context, true)
-          return failure(call, entry, outcome.text, outcome.flag)
-        }
-        // a tool-list change announced before this result is fetched before the result is handed back
-        const refreshing = server.refreshing
-        if (refreshing !== undefined) yield* Deferred.await(refreshing)
-        // a server may echo the token it was sent: it is not handed on (transcript, events, files)
-        const secrets = server.oauth === undefined ? [] : secretsOfServer(server)
-        const result = exit.value
-        return yield* limitResult(
-          secrets.length === 0 ? result : redactDeep(result, secrets),
-          server.config.maxOutputChars ?? MCP_MAX_OUTPUT_CHARS,
-          prepareImage
-        ).pipe(Effect.provideService(OutputStore, store))
-      })
-
-    const execute = (call: ToolCall, context: ToolContext): Effect.Effect<ToolResultMessage> =>
-      Effect.suspend(() => {
-        const entry = snapshot.byName.get(call.name)
-        if (entry === undefined) {
-          const available = snapshot.definitions.map((d) => d.name).join(", ")
-          return Effect.succeed(errorResult(
-            call,
-            `Unknown tool "${call.name}". Available tools: ${available.length === 0 ? "(none)" : available}.`,
-            { unknownTool: true }
-          ))
-        }
-        const problems = entry.check?.(call.arguments)
-        if (problems !== undefined) {
-          return Effect.succeed(failure(call, entry, `Invalid arguments for tool "${call.name}": ${problems.text}`, {
-            invalidArguments: true,
-            fields: problems.fields
-          }))
-        }
-        return callServer(entry, call, context)
-      })
-
-    const executor: ExecutorShape = {
-      get definitions() {
-        return current().definitions
-      },
-      execute
-    }
-
-    const toOutput = (result: ToolResultMessage): ToolOutput => ({
-      content: result.content,
-      ...(result.details === undefined ? {} : { details: result.details }),
-      isError: result.isError
-    })
-
-    const asTool = (entry: Entry): Tool<Record<string, unknown>> => ({
-      name: entry.name,
-      description: entry.definition.description,
-      parameters: Arguments,
-      definition: entry.definition,
-      execute: (args, context) =>
-        Effect.map(
-          execute({ type: "toolCall", id: context.toolCallId, name: entry.name, arguments: args }, context),
-          toOutput
-        )
-    })
-
-    // --- roots and prompts ---------------------------------------------------------------------
-    const setRoots = (next: ReadonlyArray<McpRoot>): Effect.Effect<void, McpConfigError> => roots.set(next, states)
-
-    /** Every prompt of a server (all pages); none from a server that does not offer prompts. */
-    const promptsOf = (server: ServerState): Effect.Effect<Array<McpPrompt>, McpRequestError> =>
-      requestServer(server, "prompts/list result", (client) =>
-        Effect.gen(function*() {
-          if (client.getServerCapabilities()?.prompts === undefined) return []
-          const all: Array<McpPrompt> = []
-          let cursor: string | undefined
-          do {
-            const params = cursor === undefined ? undefined : { cursor }
-            const page = yield* request((sdk) => client.listPrompts(params, sdk))
-            all.push(...page.prompts.map((prompt) => promptOf(server.config.name, prompt)))
-            cursor = page.nextCursor
-          } while (cursor !== undefined)
-          return all
-        }))
-
-    const prompts = (name?: string): Effect.Effect<ReadonlyArray<McpPrompt>, McpRequestError> =>
-      name === undefined ?
-        Effect.map(Effect.forEach(states, promptsOf, { concurrency: "unbounded" }), (lists) => lists.flat()) :
-        Effect.flatMap(serverNamed(states, name), promptsOf)
-
-    const getPrompt = (
-      serverName: string,
-      name: string,
-      args: Readonly<Record<string, string>> = {}
-    ): Effect.Effect<ReadonlyArray<UserMessage | AssistantMessage>, McpRequestError> =>
-      Effect.gen(function*() {
-        const server = yield* serverNamed(states, serverName)
-        const listed = yield* promptsOf(server)
-        if (server.capabilities?.prompts === undefined) {
-          return yield* new McpRequestError({
-            server: server.config.name,
-            message: `MCP server "${server.config.name}" offers no prompts.`
-          })
-        }
-        const prompt = listed.find((p) => p.name === name)
-        if (prompt === undefined) {
-          return yield* new McpRequestError({
-            server: server.config.name,
-            message: `MCP server "${server.config.name}" has no prompt "${name}" (its prompts: ${
-              listed.map((p) => p.name).join(", ") || "none"
-            }).`
-          })
-        }
-        const problem = checkPromptArguments(prompt, args)
-        if (problem !== undefined) return yield* new McpRequestError({ server: server.config.name, message: problem })
-        const result = yield* requestServer(
-          server,
-          "prompts/get result",
-          (client) => request((sdk) => client.getPrompt({ name, arguments: { ...args } }, sdk))
-        )
-        const secrets = server.oauth === undefined ? [] : secretsOfServer(server)
-        return yield* promptMessages(
-          server.config.name,
-          secrets.length === 0 ? result.messages : redactDeep(result.messages, secrets),
-          prepareImage
-        )
-      })
-
-    return {
-      executor,
-      setRoots,
+    const serverTools = yield* makeServerTools(catalog, connections, prepareImage)
+    yield* Effect.forEach(states, connections.connect, { concurrency: "unbounded", discard: true })
+    catalog.current()
+    const { getPrompt, prompts } = makeServerPrompts(states, connections, prepareImage)
+    return McpTools.of({
+      executor: serverTools.executor,
+      setRoots: (next) => roots.set(next, states),
       prompts,
       getPrompt,
-      definitions: Effect.sync(() => current().definitions),
-      tools: Effect.sync(() => [...current().byName.values()].map(asTool)),
+      definitions: Effect.sync(() => catalog.current().definitions),
+      tools: Effect.sync(serverTools.tools),
       servers: Effect.sync(() =>
         states.map((s): McpServerStatus => ({
           name: s.config.name,
@@ -684,11 +232,8 @@ export const makeMcpTools = (
           prompts: s.capabilities?.prompts !== undefined
         }))
       )
-    }
+    })
   })
-
-/** What a `Tool` from an MCP server decodes its arguments with: any object (ajv checks them). */
-const Arguments = Schema.Record(Schema.String, Schema.Unknown)
 
 /**
  * The MCP servers as a layer: `McpTools`, and an `Executor` with only their tools. The servers are

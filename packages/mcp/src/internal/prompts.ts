@@ -1,13 +1,20 @@
 /**
- * A server's prompts: their listing as `McpPrompt`s, the check of the arguments before a
- * `prompts/get`, and its messages as agentloop messages.
+ * A server's prompts: their listing as `McpPrompt`s (`prompts/list`, every page), the check of the
+ * arguments before a `prompts/get`, and its messages as agentloop messages (`McpTools.prompts` and
+ * `McpTools.getPrompt`).
  */
 import type { AssistantMessage, ImageContent, TextContent, UserMessage } from "@agentloop/core"
 import type { Prompt, PromptMessage } from "@modelcontextprotocol/sdk/types.js"
 import { Effect } from "effect"
+import { McpRequestError } from "../Errors.ts"
+import type { McpToolsShape } from "../McpTools.ts"
 import type { McpPrompt } from "../Prompts.ts"
 import type { PrepareImage } from "../Results.ts"
+import { secretsOfServer, serverNamed } from "./connection.ts"
+import type { Connections, ServerState } from "./connection.ts"
 import { convertContent } from "./content.ts"
+import { request, requestServer } from "./requests.ts"
+import { redactDeep } from "./secrets.ts"
 
 export const promptOf = (server: string, prompt: Prompt): McpPrompt => ({
   server,
@@ -72,3 +79,71 @@ export const promptMessages = (
     }
     return out
   })
+
+/** `prompts` and `getPrompt` of `McpTools`, asked of the servers. */
+export const makeServerPrompts = (
+  states: ReadonlyArray<ServerState>,
+  connections: Connections,
+  prepareImage: PrepareImage
+): Pick<McpToolsShape, "prompts" | "getPrompt"> => {
+  /** Every prompt of a server (all pages); none from a server that does not offer prompts. */
+  const promptsOf = (server: ServerState): Effect.Effect<Array<McpPrompt>, McpRequestError> =>
+    requestServer(connections, server, "prompts/list result", (client) =>
+      Effect.gen(function*() {
+        if (client.getServerCapabilities()?.prompts === undefined) return []
+        const all: Array<McpPrompt> = []
+        let cursor: string | undefined
+        do {
+          const params = cursor === undefined ? undefined : { cursor }
+          const page = yield* request((sdk) => client.listPrompts(params, sdk))
+          all.push(...page.prompts.map((prompt) => promptOf(server.config.name, prompt)))
+          cursor = page.nextCursor
+        } while (cursor !== undefined)
+        return all
+      }))
+
+  const prompts = (name?: string): Effect.Effect<ReadonlyArray<McpPrompt>, McpRequestError> =>
+    name === undefined ?
+      Effect.map(Effect.forEach(states, promptsOf, { concurrency: "unbounded" }), (lists) => lists.flat()) :
+      Effect.flatMap(serverNamed(states, name), promptsOf)
+
+  const getPrompt = Effect.fnUntraced(function*(
+    serverName: string,
+    name: string,
+    args: Readonly<Record<string, string>> = {}
+  ): Effect.fn.Return<ReadonlyArray<UserMessage | AssistantMessage>, McpRequestError> {
+    const server = yield* serverNamed(states, serverName)
+    const listed = yield* promptsOf(server)
+    if (server.capabilities?.prompts === undefined) {
+      return yield* new McpRequestError({
+        server: server.config.name,
+        message: `MCP server "${server.config.name}" offers no prompts.`
+      })
+    }
+    const prompt = listed.find((p) => p.name === name)
+    if (prompt === undefined) {
+      return yield* new McpRequestError({
+        server: server.config.name,
+        message: `MCP server "${server.config.name}" has no prompt "${name}" (its prompts: ${
+          listed.map((p) => p.name).join(", ") || "none"
+        }).`
+      })
+    }
+    const problem = checkPromptArguments(prompt, args)
+    if (problem !== undefined) return yield* new McpRequestError({ server: server.config.name, message: problem })
+    const result = yield* requestServer(
+      connections,
+      server,
+      "prompts/get result",
+      (client) => request((sdk) => client.getPrompt({ name, arguments: { ...args } }, sdk))
+    )
+    const secrets = server.oauth === undefined ? [] : secretsOfServer(server)
+    return yield* promptMessages(
+      server.config.name,
+      secrets.length === 0 ? result.messages : redactDeep(result.messages, secrets),
+      prepareImage
+    )
+  })
+
+  return { prompts, getPrompt }
+}

@@ -1,12 +1,22 @@
 /**
  * The two tools through which a model reads a server's resources: `<server>__list_resources` (the
  * resources, then the resource templates, a page at a time) and `<server>__read_resource` (one
- * resource by its URI). Their definitions, and what their answers become (the same conversion as
- * embedded resources in tool results, binary data described and never kept).
+ * resource by its URI). Their definitions, the requests they send (`resourceEntries`), and what
+ * their answers become (the same conversion as embedded resources in tool results, binary data
+ * described and never kept).
  */
+import { errorResult } from "@agentloop/core"
 import type { ToolCall, ToolDefinition, ToolResultMessage } from "@agentloop/core"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import { Effect } from "effect"
+import { toolNameFor } from "../Naming.ts"
 import type { McpResultDetails } from "../Results.ts"
+import type { ServerState } from "./connection.ts"
 import { convertContent, mimeNote } from "./content.ts"
+import { request } from "./requests.ts"
+import type { Entry } from "./tools.ts"
+import { argumentCheck } from "./validate.ts"
 
 /** The tool part of the names of the resource tools (`toolNameFor(prefix, …)`). */
 export const LIST_RESOURCES = "list_resources"
@@ -166,4 +176,83 @@ export const readResult = (
     details,
     isError: false
   }
+}
+
+/** The first page of templates (none from a server that does not list them). */
+const templatesPage = (client: Client, cursor: string | undefined) =>
+  request((sdk) => client.listResourceTemplates(cursor === undefined ? undefined : { cursor }, sdk)).pipe(
+    Effect.catchIf(
+      (error) => error instanceof McpError && error.code === ErrorCode.MethodNotFound,
+      () => Effect.succeed({ resourceTemplates: [] as Array<ListedTemplate>, nextCursor: undefined })
+    )
+  )
+
+/** `<server>__list_resources` and `<server>__read_resource`, named by `toolNameFor`. */
+export const resourceEntries = (server: ServerState): Array<Entry> => {
+  const listName = toolNameFor(server.prefix, LIST_RESOURCES)
+  const readName = toolNameFor(server.prefix, READ_RESOURCE)
+  const serverName = server.config.name
+  const timeoutMs = server.config.timeoutMs
+  const list = listResourcesDefinition(listName, serverName, readName, timeoutMs)
+  const read = readResourceDefinition(readName, serverName, listName, timeoutMs)
+  return [{
+    name: listName,
+    server,
+    tool: "resources/list",
+    answer: "resources/list result",
+    definition: list,
+    check: argumentCheck(list.parameters),
+    send: (client, call) =>
+      Effect.gen(function*() {
+        const start = parseCursor(call.arguments["cursor"])
+        if (start === undefined) {
+          return errorResult(
+            call,
+            `Invalid cursor for tool "${call.name}": pass the cursor a page ended with (none for the first page).`,
+            { mcp: { server: serverName, tool: "resources/list" }, invalidArguments: true }
+          )
+        }
+        if (start.list === "resources") {
+          const cursor = start.cursor
+          const page = yield* request((sdk) => client.listResources(cursor === undefined ? undefined : { cursor }, sdk))
+          if (page.nextCursor !== undefined) {
+            return listResult(call, serverName, {
+              resources: page.resources,
+              templates: [],
+              nextCursor: resourceCursor("resources", page.nextCursor)
+            })
+          }
+          const templates = yield* templatesPage(client, undefined)
+          return listResult(call, serverName, {
+            resources: page.resources,
+            templates: templates.resourceTemplates,
+            nextCursor: templates.nextCursor === undefined
+              ? undefined
+              : resourceCursor("templates", templates.nextCursor)
+          })
+        }
+        const templates = yield* templatesPage(client, start.cursor)
+        return listResult(call, serverName, {
+          resources: [],
+          templates: templates.resourceTemplates,
+          nextCursor: templates.nextCursor === undefined
+            ? undefined
+            : resourceCursor("templates", templates.nextCursor)
+        })
+      })
+  }, {
+    name: readName,
+    server,
+    tool: "resources/read",
+    answer: "resources/read result",
+    definition: read,
+    check: argumentCheck(read.parameters),
+    send: (client, call) => {
+      const uri = String(call.arguments["uri"])
+      return Effect.map(
+        request((sdk) => client.readResource({ uri }, sdk)),
+        (result) => readResult(call, serverName, uri, result.contents)
+      )
+    }
+  }]
 }
