@@ -20,6 +20,7 @@ import { lstatSync, readdirSync, readFileSync, realpathSync } from "node:fs"
 import type { Stats } from "node:fs"
 import * as nodePath from "node:path"
 import type { DatabaseSync } from "node:sqlite"
+import { denialText } from "./approvals/Denial.ts"
 import { stripControl } from "./Sanitize.ts"
 import { SESSIONS_FOLDER } from "./Sessions.ts"
 import * as WorkspaceIO from "./WorkspaceIO.ts"
@@ -597,13 +598,12 @@ export const parseApproveAnswer = (
 
 /**
  * The reason the model sees for a call the user denied (the same from the terminal and from
- * `agentloop approve`).
+ * `agentloop approve`): `denialText` of a user's denial (approvals/Denial.ts).
  *
  * @since 0.1.0
  * @category approvals
  */
-export const denialReason = (reason: string | undefined): string =>
-  reason === undefined ? "the user denied this call" : `the user denied this call: ${reason}`
+export const denialReason = (reason: string | undefined): string => denialText({ by: "user", reason })
 
 /**
  * `agentloop approve RUN CALL y|n [reason]`: answers a durable run's waiting approval from any
@@ -644,7 +644,9 @@ export const approveRun = (
         yield* durable.approve(
           runId,
           pending.call.id,
-          parsed.approved ? { approved: true } : { approved: false, reason: denialReason(parsed.reason) }
+          parsed.approved
+            ? { approved: true }
+            : { approved: false, reason: denialText({ by: "remote", reason: parsed.reason }) }
         )
         return pending.call.name
       }))

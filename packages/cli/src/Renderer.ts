@@ -13,6 +13,7 @@
  */
 import type { LoopEvent, Message, ToolCall, ToolResultMessage, Usage } from "@agentloop/core"
 import { Clock, Effect } from "effect"
+import { deniedTextOf } from "./approvals/Denial.ts"
 import { stripControl } from "./Sanitize.ts"
 import { makeScreen } from "./Screen.ts"
 import type { Screen } from "./Screen.ts"
@@ -145,8 +146,9 @@ export const describeResult = (result: ToolResultMessage): string => {
   const text = resultText(result)
   const d = (result.details ?? {}) as Record<string, unknown>
   const cut = wasCut(result) ? ` · ${CUT_NOTE}` : ""
-  // a denied call: the denial's reason (core's deniedResult keeps it in details.denial)
-  if (d["skipped"] === true && typeof d["denial"] === "string") return oneLine(`denied: ${d["denial"]}`, 100)
+  // a denied call: the text the model was sent of its denial
+  const denied = deniedTextOf(result)
+  if (denied !== undefined) return oneLine(`denied: ${denied}`, 100)
   if (d["skipped"] === true || result.isError && d["exitCode"] === undefined) return oneLine(text, 100)
   if (typeof d["totalLines"] === "number") return `lines ${d["firstLine"]}-${d["lastLine"]} of ${d["totalLines"]}`
   if (typeof d["replacements"] === "number") return oneLine(text.split("\n")[0] ?? "", 100)

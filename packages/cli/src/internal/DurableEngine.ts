@@ -6,8 +6,9 @@
  * by their key. A run resumed after its process died is brought in line with its journal when it
  * ends (see Durable.ts).
  *
- * Calls that change things wait for an answer: from this terminal (when there is one) or from
- * `agentloop approve` in another; the journal keeps the first.
+ * Calls that change things wait for an answer: from this terminal (when there is one: the same
+ * question as an in-memory run's, approvals/Question.ts) or from `agentloop approve` in another;
+ * the journal keeps the first.
  */
 import { ask as askDecision, Executor, Model } from "@agentloop/core"
 import type { SessionRecord, ToolCall, ToolPolicy, ToolResultMessage } from "@agentloop/core"
@@ -27,10 +28,12 @@ import type { DurableEvent, DurableStore } from "@agentloop/durable"
 import { Clock, Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Ref, Scope, Semaphore } from "effect"
 import type { Duration } from "effect"
 import type { WorkflowEngine } from "effect/workflow"
-import { addAnswerRules, approvalTimeoutReason, gateCall, parseAnswer, previewCall, questionFor } from "../Approvals.ts"
-import type { ApprovalRecord, Permissions } from "../Approvals.ts"
+import { denialFromElsewhere, denialRecord, deniedTextOf, wasDenied } from "../approvals/Denial.ts"
+import { gateCall } from "../approvals/Gate.ts"
+import type { ApprovalRecord, Permissions } from "../approvals/Gate.ts"
+import { denyOnTimeout, makeTerminalQuestion, showCall } from "../approvals/Question.ts"
 import { CliError } from "../CliError.ts"
-import { denialReason, prepareDatabase, reconcileSession, runIdOf } from "../Durable.ts"
+import { prepareDatabase, reconcileSession, runIdOf } from "../Durable.ts"
 import type { Renderer } from "../Renderer.ts"
 import { RunEngine, withTurnStarts } from "../RunEngine.ts"
 import type { ContextTransform, RunEvent } from "../RunEngine.ts"
@@ -145,89 +148,45 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
 
       // -- approvals: the terminal's question, or an answer from another terminal ---------------
       const waiting = new Map<string, Waiting>()
-      const questionLock = yield* Semaphore.make(1)
+      const ask = yield* makeTerminalQuestion({
+        permissions,
+        read: (prompt) => renderer.hold(input.read(prompt, { history: false })),
+        print: (text) => renderer.line(text),
+        record: options.record,
+        style
+      })
 
-      const answerHere = (
-        runId: string,
-        w: Waiting,
-        answer: { approved: boolean; always?: boolean; reason?: string }
-      ) =>
+      /** One question on the terminal for a waiting call (one at a time); its answer goes to the run. */
+      const question = (runId: string, w: Waiting) =>
         Effect.gen(function*() {
+          const { call } = w
+          // (the gate again, with any definition: read-only tools never ask)
+          const answer = yield* ask(call, { name: call.name, description: "", parameters: {} }, {
+            askedAt: w.askedAt,
+            notes: [
+              style.dim(
+                `  (or from another terminal: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason])`
+              )
+            ]
+          })
+          // no answer possible here: the call waits for one from another terminal
+          if (answer._tag === "Unanswered") return
+          const { decision } = answer
           w.answeredHere = true
           const r = yield* ensureRunner
-          yield* Effect.provideContext(approve(runId, w.call.id, answer), r.context)
-        })
-
-      /** One question on the terminal for a waiting call (one at a time). */
-      const question = (runId: string, w: Waiting) =>
-        questionLock.withPermits(1)(Effect.gen(function*() {
-          const { call } = w
-          const base = { toolCallId: call.id, name: call.name, askedAt: w.askedAt }
-          // an answer to an earlier question may have added a rule that decides this call
-          const gate = yield* gateCall(permissions, call, { name: call.name, description: "", parameters: {} }, (r) =>
-            options.record({ ...r, askedAt: w.askedAt }))
-          if (gate._tag === "decided") {
-            return yield* answerHere(
+          // a whole tool allowed: the run remembers it too (journaled), for its later calls after a
+          // restart; a bash command's rule stays the session's (a restart asks again)
+          yield* Effect.provideContext(
+            approve(
               runId,
-              w,
-              gate.decision._tag === "Deny" ? { approved: false, reason: gate.decision.reason } : { approved: true }
-            )
-          }
-          yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
-          for (const line of previewCall(call, style)) {
-            yield* renderer.line(`    ${line}`)
-          }
-          if (gate.why !== undefined) {
-            yield* renderer.line(style.yellow(`    (${stripControl(gate.why)})`))
-          }
-          yield* renderer.line(
-            style.dim(`  (or from another terminal: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason])`)
+              call.id,
+              decision._tag === "Deny" ?
+                { approved: false, reason: decision.reason } :
+                { approved: true, ...(answer.always ? { always: true } : {}) }
+            ),
+            r.context
           )
-          const question = yield* questionFor(call, permissions, style)
-          while (true) {
-            const line = yield* renderer.hold(input.read(question.prompt, { history: false }))
-            // no answer possible here: the call waits for one from another terminal
-            if (line === undefined) {
-              return
-            }
-            const answer = parseAnswer(line)
-            if (answer === undefined) {
-              continue
-            }
-            if (answer.kind === "yes") {
-              yield* options.record({ ...base, decision: "approved", by: "user" })
-              return yield* answerHere(runId, w, { approved: true })
-            }
-            if (answer.kind === "always" || answer.kind === "prefix") {
-              const texts = answer.kind === "always" ?
-                question.always :
-                question.prefix === undefined ?
-                [] :
-                [question.prefix]
-              if (texts.length === 0) {
-                continue
-              }
-              const added = yield* addAnswerRules(permissions, texts, answer.save)
-              yield* renderer.line(style.dim(added.line))
-              yield* options.record({ ...base, decision: "always", by: "user", rule: added.rule })
-              // a whole tool allowed: the run remembers it too (journaled), for its later calls after a
-              // restart; a bash command's rule stays the session's (a restart asks again)
-              const toolWide = answer.kind === "always" && texts.length === 1 && texts[0] === call.name
-              return yield* answerHere(runId, w, { approved: true, ...(toolWide ? { always: true } : {}) })
-            }
-            yield* options.record({
-              ...base,
-              decision: "denied",
-              by: "user",
-              ...(answer.reason === undefined ? {} : { reason: answer.reason })
-            })
-            return yield* answerHere(runId, w, { approved: false, reason: denialReason(answer.reason) })
-          }
-        })).pipe(Effect.catch((e: CliError) =>
-          Effect.sync(() =>
-            options.report(e.message)
-          )
-        ))
+        }).pipe(Effect.catch((e: CliError) => Effect.sync(() => options.report(e.message))))
 
       /** A call of the followed run waits for approval (a new request, or one found in the session on resuming). */
       const awaitApproval = (runId: string, call: ToolCall, askedAt: number) =>
@@ -238,15 +197,10 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
             w.question = yield* Effect.forkIn(question(runId, w), scope)
             return
           }
-          yield* renderer.line(`${style.yellow("?")} ${style.bold(call.name)} wants to run:`)
-          for (const line of previewCall(call, style)) yield* renderer.line(`    ${line}`)
-          yield* renderer.line(
+          yield* showCall((text) => renderer.line(text), style, call, [
             `  waiting for an answer: agentloop approve ${runId} ${stripControl(call.id)} y|n [reason]`
-          )
+          ])
         })
-
-      const timedOut = (denial: unknown) =>
-        options.approvalTimeout !== undefined && denial === approvalTimeoutReason(options.approvalTimeout)
 
       /** A waiting call started or got its result: stop asking; record an answer given elsewhere. */
       const settle = (callId: string, result: ToolResultMessage | undefined) =>
@@ -256,26 +210,25 @@ export const durableEngine = (options: DurableEngineOptions): Layer.Layer<RunEng
           waiting.delete(callId)
           if (w.answeredHere) return
           if (w.question !== undefined) yield* Fiber.interrupt(w.question)
-          const base = { toolCallId: callId, name: w.call.name, askedAt: w.askedAt }
-          const details = result?.details as { reason?: unknown; denial?: unknown } | undefined
+          const asked = { toolCallId: callId, name: w.call.name, askedAt: w.askedAt }
           if (result === undefined) {
-            yield* options.record({ ...base, decision: "approved", by: "remote" })
+            yield* options.record({ ...asked, decision: "approved", by: "remote" })
             yield* renderer.line(style.dim(`  ${w.call.name} ${stripControl(callId)}: approved from another terminal`))
-          } else if (details?.reason === "denied" && timedOut(details.denial)) {
-            // --approval-timeout: the run answered it denied when the time was up
-            yield* options.record({ ...base, decision: "denied", by: "timeout", reason: String(details.denial) })
-            yield* renderer.line(style.yellow(`⊘ ${w.call.name} denied: ${String(details.denial)}`))
-          } else if (details?.reason === "denied") {
-            yield* options.record({
-              ...base,
-              decision: "denied",
-              by: "remote",
-              ...(typeof details.denial === "string" ?
-                { reason: details.denial.replace(/^the user denied this call(: )?/, "") || details.denial } :
-                {})
-            })
-            yield* renderer.line(style.dim(`  ${w.call.name} ${stripControl(callId)}: denied from another terminal`))
+            return
           }
+          if (!wasDenied(result)) return
+          const denial = denialFromElsewhere(deniedTextOf(result), options.approvalTimeout)
+          if (denial.by === "timeout") {
+            // --approval-timeout: the run answered it denied when the time was up
+            yield* denyOnTimeout(
+              { print: (text) => renderer.line(text), record: options.record, style },
+              asked,
+              denial.timeout
+            )
+            return
+          }
+          yield* options.record(denialRecord(asked, denial))
+          yield* renderer.line(style.dim(`  ${w.call.name} ${stripControl(callId)}: denied from another terminal`))
         })
 
       function onDurableEvent(de: DurableEvent): Effect.Effect<void> {
