@@ -23,7 +23,7 @@ describe("a denial: who denied, the user's reason, and the text the model is sen
     assert.match(denialText({ by: "mode", mode: "read-only" }), /^the session is in read-only mode \(plan\)/)
   })
 
-  it("the session records the user's own reason apart from the model's text, in the fields and order it always had", () => {
+  it("the session records the user's own reason apart from the model's text, in the fields and order it had", () => {
     const asked = { ...call, askedAt: 5 }
     assert.strictEqual(
       JSON.stringify(denialRecord(asked, { by: "user", reason: "use pnpm" })),
