@@ -210,6 +210,7 @@ export const makeMcpTools = (
       onListed: catalog.changed
     })
     const serverTools = yield* makeServerTools(catalog, connections, prepareImage)
+    // every server connected and listed (one that cannot be fails the layer), its tools then taken into use
     yield* Effect.forEach(states, connections.connect, { concurrency: "unbounded", discard: true })
     catalog.current()
     const { getPrompt, prompts } = makeServerPrompts(states, connections, prepareImage)
