@@ -47,7 +47,8 @@ describe("the CLI writes only inside its workspace", () => {
         const log = yield* createSession(ws, header)
         yield* log.writer.append({ type: "run_start", at: 1, prompt: "fix the tests" })
         yield* log.writer.append({ role: "user", content: "fix the tests" })
-        yield* log.writer.append({ type: "run_end", at: 2, reason: "stop", steps: 3, usage: { input: 10, output: 2 } })
+        yield* log.writer.append({ role: "assistant", content: [{ type: "text", text: "fixed" }], stopReason: "stop" })
+        yield* log.writer.append({ type: "run_end", at: 2, reason: "stop", steps: 1, usage: { input: 10, output: 2 } })
         yield* log.writer.append({ type: "run_start", at: 3, prompt: "and the docs" })
         return log
       }))
@@ -55,7 +56,7 @@ describe("the CLI writes only inside its workspace", () => {
       writeFileSync(file, readFileSync(file, "utf8") + `{"role":"user","con`)
       const listed = yield* listSessions(ws)
       assert.deepStrictEqual(listed.map((s) => [s.id, s.firstPrompt, s.runs, s.steps, s.ended]), [
-        [first.id, "fix the tests", 2, 3, "interrupted"]
+        [first.id, "fix the tests", 2, 1, "interrupted"]
       ])
       const reopened = yield* Effect.scoped(Effect.gen(function*() {
         const log = yield* openSession(ws, first.id)
