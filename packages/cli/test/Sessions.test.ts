@@ -203,6 +203,14 @@ const promptsSent = (server: ScriptServer, index: number) =>
     .map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)))
 
 const idOf = (file: string) => file.split("/").pop()!.replace(".jsonl", "")
+/** The session file whose first run was `prompt` (ids sort by the second: two sessions of one second, either way). */
+const sessionStarting = (ws: string, prompt: string): string => {
+  const found = sessionFiles(ws).filter((file) =>
+    jsonLines(file).find((line) => line["type"] === "run_start")?.["prompt"] === prompt
+  )
+  assert.strictEqual(found.length, 1, `one session starts with ${JSON.stringify(prompt)}`)
+  return found[0]!
+}
 
 describe("agentloop chat --continue and agentloop sessions, end to end", () => {
   it(
@@ -228,8 +236,9 @@ describe("agentloop chat --continue and agentloop sessions, end to end", () => {
         await first.waitFor("new session", 90_000, at)
         first.write("/exit\r")
         assert.strictEqual((await first.exitedWithin(60_000)).code, 0, first.output())
-        const [conversation, cleared] = sessionFiles(ws)
-        assert.isDefined(cleared, "/clear opened a second session")
+        assert.strictEqual(sessionFiles(ws).length, 2, "/clear opened a second session")
+        const conversation = sessionStarting(ws, "first question")
+        const cleared = sessionFiles(ws).find((file) => file !== conversation)
 
         const next = chat("--continue")
         // at the prompt, the conversation so far is shown above it
@@ -241,7 +250,11 @@ describe("agentloop chat --continue and agentloop sessions, end to end", () => {
         at = await afterRun(next, "Continued.", "/exit")
         assert.strictEqual((await next.exitedWithin(60_000)).code, 0, next.output())
         assert.deepStrictEqual(promptsSent(server, 1), ["first question", "and then?"])
-        assert.deepStrictEqual(sessionFiles(ws), [conversation, cleared], "no new session; the first one went on")
+        assert.deepStrictEqual(
+          sessionFiles(ws),
+          [conversation, cleared].sort(),
+          "no new session; the first one went on"
+        )
         assert.include(readFileSync(conversation!, "utf8"), "and then?")
 
         const listed = await cliRun(ws, ["sessions"])
@@ -280,7 +293,8 @@ describe("agentloop chat --continue and agentloop sessions, end to end", () => {
         "the lost prompt"
       ])
       assert.strictEqual(lost.code, 1, lost.out + lost.err)
-      const [kept, failed] = sessionFiles(ws)
+      const kept = sessionStarting(ws, "the real task")
+      const failed = sessionStarting(ws, "the lost prompt")
       assert.isTrue(jsonLines(failed!).some((l) => l["type"] === "run_end" && l["reason"] === "error"))
 
       const listed = await cliRun(ws, ["sessions"])
@@ -308,7 +322,8 @@ describe("agentloop chat --continue and agentloop sessions, end to end", () => {
         assert.strictEqual((await run("older task")).code, 0)
         assert.strictEqual((await run("one")).code, 0)
         assert.strictEqual((await run("--continue", "two")).code, 0)
-        const [older, undone] = sessionFiles(ws)
+        const older = sessionStarting(ws, "older task")
+        const undone = sessionStarting(ws, "one")
         const line = (out: string, id: string) => out.split("\n").find((l) => l.startsWith(id)) ?? ""
 
         let listed = await cliRun(ws, ["sessions"])
