@@ -228,10 +228,13 @@ export const PNG = Buffer.from(
 )
 
 const workspaces: Array<string> = []
-// The workspaces of a test file are removed once its tests are done (a run of the suite made ~500)
-afterAll(() => {
-  for (const workspace of workspaces.splice(0)) rmSync(workspace, { recursive: true, force: true, maxRetries: 3 })
-})
+// The workspaces of a test file are removed once its tests are done (a run of the suite made ~500);
+// outside vitest (the exit bench uses these helpers) there is no test file to wait for
+if (process.env["VITEST"] !== undefined) {
+  afterAll(() => {
+    for (const workspace of workspaces.splice(0)) rmSync(workspace, { recursive: true, force: true, maxRetries: 3 })
+  })
+}
 
 /** A fresh workspace folder (real path), removed after the test file's last test. */
 export const makeWorkspace = (): string => {
