@@ -35,6 +35,7 @@ import { execFileSync } from "node:child_process"
 import { cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import * as NodePath from "node:path"
+import { deniedTextOf, wasDenied } from "./approvals/Denial.ts"
 import { CliError, reportCliError } from "./CliError.ts"
 import { NO_FLAGS, resolveSettings } from "./Config.ts"
 import { toolsLayer, workspaceOf } from "./internal/Setup.ts"
@@ -73,13 +74,8 @@ const recordedResults = (recording: Recording): Map<string, ToolResultMessage> =
   return results
 }
 
-const deniedIn = (result: ToolResultMessage | undefined): { readonly reason: string | undefined } | undefined => {
-  const details = result?.details
-  if (typeof details !== "object" || details === null) return undefined
-  const d = details as { readonly skipped?: unknown; readonly reason?: unknown; readonly denial?: unknown }
-  if (d.skipped !== true || d.reason !== "denied") return undefined
-  return { reason: typeof d.denial === "string" ? d.denial : undefined }
-}
+const deniedIn = (result: ToolResultMessage | undefined): { readonly reason: string | undefined } | undefined =>
+  result !== undefined && wasDenied(result) ? { reason: deniedTextOf(result) } : undefined
 
 /**
  * The replay's policy and the events it follows: a call whose recorded result says it was denied

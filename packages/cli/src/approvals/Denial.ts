@@ -132,16 +132,17 @@ export const deniedTextOf = (result: ToolResultMessage): string | undefined => {
 }
 
 /**
- * Whether a result is of a call that was denied (core's `deniedResult`: `details.reason` is
- * `denied`, with the denial's text in `details.denial` when one was given).
+ * Whether a result is of a call that was denied (core's `deniedResult`: a skipped result whose
+ * `details.reason` is `denied`, with the denial's text in `details.denial` when one was given).
  *
  * @since 0.1.0
  * @category approvals
  */
 export const wasDenied = (result: ToolResultMessage): boolean => {
   const details = result.details
-  return typeof details === "object" && details !== null &&
-    (details as { readonly reason?: unknown }).reason === "denied"
+  if (typeof details !== "object" || details === null) return false
+  const d = details as { readonly skipped?: unknown; readonly reason?: unknown }
+  return d.skipped === true && d.reason === "denied"
 }
 
 /**
